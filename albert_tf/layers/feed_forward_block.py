@@ -1,0 +1,80 @@
+"""`FeedForwardBlock`: the position-wise feed-forward half of a post-LN transformer block."""
+
+import keras
+
+from albert_tf.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class FeedForwardBlock(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(Dense_H(act(Dense_I(x)))))`, as `ffn_1` and `LayerNorm_1` of the original.
+
+    Args:
+        intermediate_size: int. I, the inner width.
+        hidden_act: str, default "gelu" (the tanh approximation). See `albert_tf.config.ACTIVATIONS`.
+        hidden_dropout_prob: float, default 0.0. Dropout on the output projection.
+        initializer_range: float, default 0.02. Stddev of the truncated-normal initializer.
+
+    Call args:
+        x: float [batch, seq, H].
+
+    Returns:
+        float [batch, seq, H].
+
+    Example:
+        >>> FeedForwardBlock(intermediate_size=19)(keras.ops.ones((2, 7, 14))).shape
+        (2, 7, 14)
+    """
+
+    def __init__(
+        self,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.0,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.activation = get_activation(hidden_act)
+
+    def build(self, x_shape):
+        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_size,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="intermediate_dense",
+        )
+        self.intermediate_dense.build(x_shape)
+        self.output_dense = keras.layers.Dense(
+            x_shape[-1], kernel_initializer=initializer, dtype=self.dtype_policy, name="output_dense"
+        )
+        self.output_dense.build((*x_shape[:-1], self.intermediate_size))
+        self.output_dropout = keras.layers.Dropout(
+            self.hidden_dropout_prob, dtype=self.dtype_policy, name="output_dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.layer_norm.build(x_shape)
+
+    def call(self, x, training=None):
+        hidden = self.activation(self.intermediate_dense(x))  # (B, T, I)
+        return self.layer_norm(x + self.output_dropout(self.output_dense(hidden), training=training))
+
+    def compute_output_shape(self, x_shape):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,71 @@
+"""`AlbertPretrainer`: an encoder with the masked-LM and sentence-order heads."""
+
+import keras
+
+from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.layers.sentence_order_head import SentenceOrderHead
+from albert_tf.models.encoder import AlbertEncoder
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+    """ALBERT's pretraining model: masked-LM logits and sentence-order logits from a built encoder.
+
+    The masked-LM head scores against the encoder's own word-embedding table (weight tying). The
+    sentence-order head is a 2-way classifier on the pooled output; trained on random-document pairs it
+    is BERT's next-sentence head. Losses live in `albert_tf.training`.
+
+    Args:
+        encoder: a built `AlbertEncoder`.
+
+    Inputs (a dict): the encoder's three inputs, and
+        masked_lm_positions: int32 [batch, predictions], positions to predict.
+
+    Outputs (a dict):
+        mlm_logits: float32 [batch, predictions, vocab_size].
+        sop_logits: float32 [batch, 2].
+
+    Example:
+        >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
+        >>> pretrainer(features)["mlm_logits"].shape
+        (2, 3, 97)
+    """
+
+    def __init__(self, encoder: AlbertEncoder, **kwargs):
+        config = encoder.config
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+        }
+        encoded = encoder({name: inputs[name] for name in ("input_word_ids", "input_mask", "input_type_ids")})
+        masked_lm = MaskedLMHead(
+            encoder.embeddings.word_embeddings,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            dtype=encoder.dtype_policy,
+            name="masked_lm",
+        )
+        sentence_order = SentenceOrderHead(
+            initializer_range=config.initializer_range, dtype=encoder.dtype_policy, name="sentence_order"
+        )
+        outputs = {
+            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
+            "sop_logits": sentence_order(encoded["pooled_output"]),
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        self.masked_lm = masked_lm
+        self.sentence_order = sentence_order
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

@@ -1,0 +1,27 @@
+"""Install albert_tf: `pip install -e .` (add `[test]` for the test suite, `[bench]` for benchmarks)."""
+
+import pathlib
+
+from setuptools import find_packages, setup
+
+setup(
+    name="albert_tf",
+    version="0.1.0",
+    description="ALBERT (A Lite BERT) for TensorFlow 2 / Keras 3: pretrain, fine-tune, serve.",
+    long_description=pathlib.Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    packages=find_packages(include=["albert_tf", "albert_tf.*"]),
+    install_requires=[
+        "tensorflow==2.21.*",
+        "tensorflow-text==2.21.*",
+        "sentencepiece",
+        "absl-py",
+    ],
+    extras_require={
+        "test": ["pytest", "ruff"],
+        # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
+        "bench": ["keras-hub"],
+    },
+)

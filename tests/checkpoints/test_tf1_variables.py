@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from albert_tf.checkpoints.tf1_variables import assign_tf1_weights, tf1_variable_map
+from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from tests.helpers import tiny_config
+
+
+def pretrainer_for(**changes):
+    return AlbertPretrainer(AlbertEncoder(tiny_config(**changes)))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(),
+        dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
+        dict(sharing="none"),
+        dict(embedding_size=14),
+    ],
+)
+def test_every_weight_has_exactly_one_name(changes):
+    pretrainer = pretrainer_for(**changes)
+    names = tf1_variable_map(pretrainer)
+    assert len({id(v) for v in names.values()}) == len(names) == len(pretrainer.weights)
+    assert ("bert/encoder/embedding_hidden_mapping_in/kernel" in names) == (
+        pretrainer.encoder.config.embedding_size != 14
+    )
+
+
+def test_group_names_follow_the_schedule():
+    names = tf1_variable_map(pretrainer_for(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2))
+    groups = {name.split("/")[3] + "/" + name.split("/")[4] for name in names if "/transformer/" in name}
+    assert groups == {f"group_{g}/inner_group_{k}" for g in (0, 1) for k in (0, 1)}
+
+
+def test_partial_sharing_has_no_original_names():
+    with pytest.raises(ValueError, match="sharing='attention' has no counterpart"):
+        tf1_variable_map(pretrainer_for(sharing="attention"))
+
+
+def test_assign_reports_missing_names_and_shape_mismatches():
+    pretrainer = pretrainer_for()
+    arrays = {name: np.asarray(v) for name, v in tf1_variable_map(pretrainer).items()}
+    arrays["cls/seq_relationship/output_weights"] = arrays["cls/seq_relationship/output_weights"].T  # [2, H]
+    before = [w.numpy().copy() for w in pretrainer.weights]
+
+    broken = dict(arrays)
+    del broken["bert/pooler/dense/bias"], broken["cls/predictions/output_bias"]
+    with pytest.raises(
+        ValueError, match="missing variables: bert/pooler/dense/bias, cls/predictions/output_bias"
+    ):
+        assign_tf1_weights(pretrainer, broken)
+
+    broken = dict(arrays, **{"bert/embeddings/word_embeddings": np.zeros((98, 5), "float32")})
+    with pytest.raises(
+        ValueError,
+        match=r"bert/embeddings/word_embeddings: the checkpoint has shape \[98, 5\], "
+        r"the model expects \[97, 5\]",
+    ):
+        assign_tf1_weights(pretrainer, broken)
+    for weight, value in zip(pretrainer.weights, before, strict=True):  # nothing was assigned
+        np.testing.assert_array_equal(weight.numpy(), value)
+
+    arrays = {name: value + 1.0 for name, value in arrays.items()}
+    assign_tf1_weights(pretrainer, arrays)
+    for weight, value in zip(pretrainer.weights, before, strict=True):
+        np.testing.assert_allclose(weight.numpy(), value + 1.0)

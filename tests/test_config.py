@@ -1,0 +1,119 @@
+import json
+import os
+
+import pytest
+
+from albert_tf.config import AlbertConfig
+
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs")
+SHIPPED = (
+    "albert_base",
+    "albert_large",
+    "albert_xlarge",
+    "albert_xxlarge",
+    "bert_base",
+    "bert_large",
+    "albert_tiny",
+)
+
+
+def write_json(tmp_path, values, name="albert_config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(values))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_configs_load(name):
+    config = AlbertConfig.from_json_file(os.path.join(CONFIGS, f"{name}.json"))
+    assert config.vocab_size > 0 and config.hidden_size % config.num_attention_heads == 0
+
+
+def test_released_v2_base_config_loads_with_unused_keys(tmp_path):
+    # The key set of Google's albert_base v2 `albert_config.json`, unused keys included.
+    released = {
+        "attention_probs_dropout_prob": 0,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0,
+        "embedding_size": 128,
+        "hidden_size": 768,
+        "initializer_range": 0.02,
+        "intermediate_size": 3072,
+        "max_position_embeddings": 512,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "num_hidden_groups": 1,
+        "net_structure_type": 0,
+        "gap_size": 0,
+        "num_memory_blocks": 0,
+        "inner_group_num": 1,
+        "down_scale_factor": 1,
+        "type_vocab_size": 2,
+        "vocab_size": 30000,
+    }
+    config = AlbertConfig.from_json_file(write_json(tmp_path, released))
+    assert (config.embedding_size, config.hidden_size, config.num_hidden_layers) == (128, 768, 12)
+    assert config.sharing is None and config.head_size == 64
+
+
+def test_json_round_trip(tmp_path):
+    config = AlbertConfig(vocab_size=97, hidden_size=14, num_attention_heads=2, sharing="ffn")
+    path = tmp_path / "out.json"
+    config.to_json_file(path)
+    assert AlbertConfig.from_json_file(path) == config
+    assert sorted(os.listdir(tmp_path)) == ["out.json"]  # no temporary file left behind
+
+
+def test_sharing_key_is_omitted_when_unset():
+    assert "sharing" not in AlbertConfig(vocab_size=97, hidden_size=14, num_attention_heads=2).to_dict()
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            dict(hidden_size=770, num_attention_heads=12),
+            "hidden_size=770 is not divisible by num_attention_heads=12",
+        ),
+        (
+            dict(num_hidden_layers=3, num_hidden_groups=4),
+            "num_hidden_groups=4 is larger than num_hidden_layers=3",
+        ),
+        (dict(hidden_act="swish"), "hidden_act='swish' is not one of"),
+        (dict(sharing="layers"), "sharing='layers' is not one of"),
+        (
+            dict(sharing="all", num_hidden_groups=2),
+            "sharing='all' replaces the group schedule, but num_hidden_groups=2",
+        ),
+        (dict(embedding_size=0), "embedding_size=0 must be a positive integer"),
+        (dict(num_hidden_layers=2.5), "num_hidden_layers=2.5 must be a positive integer"),
+        (dict(hidden_dropout_prob=1.0), "hidden_dropout_prob=1.0 must be a number in [0, 1)"),
+        (dict(initializer_range=0), "initializer_range=0 must be a positive number"),
+    ],
+)
+def test_invalid_values_name_key_and_value(changes, message):
+    values = dict(vocab_size=97, hidden_size=14, num_attention_heads=2, num_hidden_layers=4)
+    with pytest.raises(ValueError) as error:
+        AlbertConfig(**{**values, **changes})
+    assert message in str(error.value)
+
+
+def test_file_errors_name_the_file(tmp_path):
+    path = write_json(tmp_path, {"vocab_size": 97, "hidden_szie": 14})
+    with pytest.raises(ValueError, match=r"albert_config\.json: unknown key\(s\) 'hidden_szie'"):
+        AlbertConfig.from_json_file(path)
+    path = write_json(tmp_path, {"hidden_size": 14}, "no_vocab.json")
+    with pytest.raises(ValueError, match=r"no_vocab\.json: required key 'vocab_size' is missing"):
+        AlbertConfig.from_json_file(path)
+    path = write_json(tmp_path, {"vocab_size": 97, "hidden_size": 770, "num_attention_heads": 12}, "bad.json")
+    with pytest.raises(ValueError, match=r"bad\.json: hidden_size=770 is not divisible"):
+        AlbertConfig.from_json_file(path)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "vocab_size": 97,\n  "hidden_size": \n}')
+    with pytest.raises(ValueError, match=r"broken\.json: line 4: not valid JSON"):
+        AlbertConfig.from_json_file(broken)
+    with pytest.raises(FileNotFoundError, match=r"missing\.json: no such config file"):
+        AlbertConfig.from_json_file(tmp_path / "missing.json")
+    listed = write_json(tmp_path, [1, 2], "list.json")
+    with pytest.raises(ValueError, match=r"list\.json: expected a JSON object"):
+        AlbertConfig.from_json_file(listed)
