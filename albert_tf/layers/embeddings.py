@@ -107,6 +107,12 @@ class AlbertEmbedding(keras.layers.Layer):
             self.projection.build((*input_word_ids_shape, self.embedding_size))
 
     def call(self, input_word_ids, input_type_ids, training=None):
+        static_length = input_word_ids.shape[1]
+        if static_length is not None and static_length > self.max_position_embeddings:
+            raise ValueError(
+                f"sequence length {static_length} is longer than "
+                f"max_position_embeddings={self.max_position_embeddings}"
+            )
         length = ops.shape(input_word_ids)[1]
         positions = ops.cast(self.position_embeddings[:length], self.compute_dtype)  # (T, E)
         x = self.word_embeddings(input_word_ids) + self.token_type_embeddings(input_type_ids)

@@ -26,9 +26,12 @@ class AlbertPretrainer(keras.Model):
         sop_logits: float32 [batch, 2].
 
     Example:
+        >>> config = AlbertConfig.from_json_file("configs/albert_tiny.json")
         >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
-        >>> pretrainer(features)["mlm_logits"].shape
-        (2, 3, 97)
+        >>> ids = keras.ops.ones((2, 7), "int32")
+        >>> features = {"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids}
+        >>> pretrainer({**features, "masked_lm_positions": ids[:, :3]})["mlm_logits"].shape
+        (2, 3, 8000)
     """
 
     def __init__(self, encoder: AlbertEncoder, **kwargs):

@@ -96,6 +96,13 @@ def test_sequence_length_is_dynamic_up_to_max_positions():
         assert encoder(encoder_inputs(features))["sequence_output"].shape == (2, length, H)
 
 
+def test_too_long_sequences_are_refused_by_name():
+    config = tiny_config()
+    features = random_features(config, length=config.max_position_embeddings + 1)
+    with pytest.raises(ValueError, match="sequence length 17 is longer than max_position_embeddings=16"):
+        AlbertEncoder(config)(encoder_inputs(features))
+
+
 def test_accepts_a_config_dict():
     encoder = AlbertEncoder(tiny_config().to_dict())
     assert encoder.config == tiny_config()
