@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.models import AlbertEncoder, AlbertPretrainer  # noqa: E402
-from bench.train_step import train_step_flops  # noqa: E402
+from bench.train_step import compile_pretraining, train_step_flops  # noqa: E402
 
 
 def matmul_rate(dtype, n=8192, repeats=10):
@@ -46,14 +46,7 @@ def measure(config, policy, batch_size, seq_length, predictions, steps):
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
     model = AlbertPretrainer(AlbertEncoder(config))
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-4),
-        loss={
-            "mlm_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            "sop_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        },
-        jit_compile=True,
-    )
+    compile_pretraining(model, jit_compile=True)
     rng = np.random.default_rng(0)
     x = {
         "input_word_ids": rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32"),

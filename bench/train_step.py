@@ -142,13 +142,10 @@ def build_keras_hub(config):
     return model, feed
 
 
-def worker(model_name, jit_compile):
+def compile_pretraining(model, jit_compile):
+    """The same optimizer and losses for every model measured: Adam, MLM and SOP cross-entropy."""
     import keras
-    import tensorflow as tf
 
-    config = albert_base()
-    build = build_ours if model_name == "ours" else build_keras_hub
-    model, feed = build(config)
     model.compile(
         optimizer=keras.optimizers.Adam(1e-4),
         loss={
@@ -157,6 +154,15 @@ def worker(model_name, jit_compile):
         },
         jit_compile=jit_compile,
     )
+
+
+def worker(model_name, jit_compile):
+    import tensorflow as tf
+
+    config = albert_base()
+    build = build_ours if model_name == "ours" else build_keras_hub
+    model, feed = build(config)
+    compile_pretraining(model, jit_compile)
     batch = make_batch(config["vocab_size"], **SHAPES)
     x = {k: tf.constant(v) for k, v in feed(batch).items()}
     y = {"mlm_logits": tf.constant(batch["mlm_ids"]), "sop_logits": tf.constant(batch["sop"])}
