@@ -71,31 +71,27 @@ def make_batch(vocab_size, batch_size, seq_length, predictions):
         "int32"
     )
     return dict(
-        word_ids=word_ids,
-        mask=np.ones((batch_size, seq_length), "int32"),
-        type_ids=(np.arange(seq_length) >= seq_length // 2).astype("int32")[None].repeat(batch_size, 0),
-        positions=positions,
+        input_word_ids=word_ids,
+        input_mask=np.ones((batch_size, seq_length), "int32"),
+        input_type_ids=(np.arange(seq_length) >= seq_length // 2).astype("int32")[None].repeat(batch_size, 0),
+        masked_lm_positions=positions,
         mlm_ids=rng.integers(5, vocab_size, (batch_size, predictions)).astype("int32"),
         mlm_weights=np.ones((batch_size, predictions), "float32"),
         sop=rng.integers(0, 2, (batch_size,)).astype("int32"),
     )
 
 
+OUR_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+
+
 def build_ours(config):
+    """The model and the input names it takes, keyed by ours."""
     from albert_tf.config import AlbertConfig
     from albert_tf.models import AlbertEncoder, AlbertPretrainer
 
-    model = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_dict(config)))
-
-    def inputs(b):
-        return {
-            "input_word_ids": b["word_ids"],
-            "input_mask": b["mask"],
-            "input_type_ids": b["type_ids"],
-            "masked_lm_positions": b["positions"],
-        }
-
-    return model, inputs
+    return AlbertPretrainer(AlbertEncoder(AlbertConfig.from_dict(config))), {
+        name: name for name in OUR_INPUTS
+    }
 
 
 def build_keras_hub(config):
@@ -129,17 +125,9 @@ def build_keras_hub(config):
         "mlm_logits": head(encoded["sequence_output"], inputs["mask_positions"]),
         "sop_logits": keras.layers.Dense(2, name="sop_head")(encoded["pooled_output"]),
     }
-    model = keras.Model(inputs, outputs)
-
-    def feed(b):
-        return {
-            "token_ids": b["word_ids"],
-            "padding_mask": b["mask"],
-            "segment_ids": b["type_ids"],
-            "mask_positions": b["positions"],
-        }
-
-    return model, feed
+    # keras-hub's names for the same inputs.
+    names = ("token_ids", "padding_mask", "segment_ids", "mask_positions")
+    return keras.Model(inputs, outputs), dict(zip(OUR_INPUTS, names, strict=True))
 
 
 def compile_pretraining(model, jit_compile):
@@ -161,10 +149,10 @@ def worker(model_name, jit_compile):
 
     config = albert_base()
     build = build_ours if model_name == "ours" else build_keras_hub
-    model, feed = build(config)
+    model, input_names = build(config)
     compile_pretraining(model, jit_compile)
     batch = make_batch(config["vocab_size"], **SHAPES)
-    x = {k: tf.constant(v) for k, v in feed(batch).items()}
+    x = {input_names[name]: tf.constant(batch[name]) for name in OUR_INPUTS}
     y = {"mlm_logits": tf.constant(batch["mlm_ids"]), "sop_logits": tf.constant(batch["sop"])}
     weights = {"mlm_logits": tf.constant(batch["mlm_weights"]), "sop_logits": tf.ones(SHAPES["batch_size"])}
     for _ in range(2):  # tracing, XLA compilation, allocator warm-up

@@ -91,14 +91,12 @@ def assign_tf1_weights(model: AlbertEncoder | AlbertPretrainer, weights: Mapping
     values = {}
     for name, variable in variables.items():
         value = np.asarray(weights[name])
-        if name in TRANSPOSED:
-            value = value.T
-        if tuple(value.shape) != tuple(variable.shape):
-            shown = value.T.shape if name in TRANSPOSED else value.shape
+        transposed = name in TRANSPOSED
+        expected = tuple(variable.shape)[::-1] if transposed else tuple(variable.shape)
+        if value.shape != expected:
             raise ValueError(
-                f"{name}: the checkpoint has shape {list(shown)}, the model expects "
-                f"{list(variable.shape[::-1] if name in TRANSPOSED else variable.shape)}"
+                f"{name}: the checkpoint has shape {list(value.shape)}, the model expects {list(expected)}"
             )
-        values[name] = value
+        values[name] = value.T if transposed else value
     for name, variable in variables.items():
         variable.assign(values[name])

@@ -1,16 +1,12 @@
 """Parameter counts of a built pretrainer, by part, from its real variables."""
 
+import math
+
 from albert_tf.models.pretrainer import AlbertPretrainer
 
 
 def _count(weights) -> int:
-    total = 0
-    for weight in weights:
-        size = 1
-        for dim in weight.shape:
-            size *= dim
-        total += size
-    return total
+    return sum(math.prod(weight.shape) for weight in weights)
 
 
 def parameter_counts(pretrainer: AlbertPretrainer) -> dict[str, int]:
