@@ -16,7 +16,9 @@ setup(
     install_requires=[
         "tensorflow==2.21.*",
         "tensorflow-text==2.21.*",
-        "sentencepiece",
+        # The SentencePiece that tensorflow-text's ops embed segments like 0.1.99; 0.2 breaks score ties the
+        # other way ("ww" "w" vs "w" "ww"), so the Python and in-graph tokenizers would disagree.
+        "sentencepiece==0.1.99",
         "absl-py",
     ],
     extras_require={

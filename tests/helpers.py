@@ -1,5 +1,7 @@
 """Tiny configs and inputs for tests: odd sizes so that a swapped axis fails loudly."""
 
+import pathlib
+
 import numpy as np
 
 from albert_tf.config import AlbertConfig
@@ -42,3 +44,8 @@ def random_features(config: AlbertConfig, batch_size=2, length=7, predictions=3,
 
 def encoder_inputs(features):
     return {name: features[name] for name in ENCODER_INPUTS}
+
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
+SAMPLE_SPM = REPO / "data" / "sample" / "spm_8k.model"

@@ -1,0 +1,93 @@
+"""Training a SentencePiece model with the ALBERT recipe (used by `python -m albert_tf.train_tokenizer`)."""
+
+import io
+import os
+
+from albert_tf.data import corpus
+from albert_tf.data.normalization import preprocess_text
+from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece, sentencepiece
+
+
+class TrainingError(ValueError):
+    """SentencePiece refused the corpus or the settings; the message says which."""
+
+
+def atomic_write(path, data):
+    """Writes bytes to path through a temporary name in the same directory, then renames."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def train(
+    paths,
+    model_prefix,
+    *,
+    vocab_size,
+    do_lower_case=True,
+    model_type="unigram",
+    character_coverage=0.99995,
+    input_sentence_size=10_000_000,
+    user_defined_symbols=(),
+    num_threads=1,
+    random_seed=12345,
+    errors="strict",
+):
+    """Trains on the normalized lines of paths; writes model_prefix.model and model_prefix.vocab.
+
+    Returns:
+      A one-line summary (lines read, vocabulary size, output path).
+    """
+    reader = corpus.LineReader(paths, errors=errors)
+    counts = {"lines": 0}
+
+    def sentences():
+        for lines in reader.files():
+            for line in lines:
+                text = preprocess_text(line, lower=do_lower_case)
+                if text:
+                    counts["lines"] += 1
+                    yield text
+
+    directory = os.path.dirname(os.path.abspath(model_prefix))
+    if not os.path.isdir(directory):
+        raise TrainingError(f"--model_prefix: directory {directory} does not exist")
+    model = io.BytesIO()
+    sentencepiece.set_random_generator_seed(random_seed)
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=sentences(),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            control_symbols=[CLS, SEP, MASK],
+            user_defined_symbols=list(user_defined_symbols),
+            num_threads=num_threads,
+            minloglevel=2,
+        )
+    except RuntimeError as error:
+        if counts["lines"] == 0:
+            raise TrainingError(f"{', '.join(paths)}: no text to train on (every line is blank)") from None
+        raise TrainingError(f"SentencePiece: {error}") from None
+    atomic_write(f"{model_prefix}.model", model.getvalue())
+    processor = load_sentencepiece(f"{model_prefix}.model")
+    vocab = "".join(
+        f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n" for i in range(processor.get_piece_size())
+    )
+    atomic_write(f"{model_prefix}.vocab", vocab.encode("utf-8"))
+    return (
+        f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 replaced), "
+        f"{processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"
+    )

@@ -1,0 +1,162 @@
+"""The ALBERT SentencePiece tokenizer in Python: normalization, the digit-comma rule, ids, pair packing.
+
+`albert_tf.data.tf_tokenizer.InGraphTokenizer` gives the same ids with TensorFlow ops (for exported models and
+online pipelines); tests/data/test_tf_tokenizer.py checks the two agree.
+"""
+
+import dataclasses
+import os
+import sys
+
+from albert_tf.data.normalization import PIECE_PREFIX, preprocess_text
+
+
+def _import_sentencepiece():
+    """Imports sentencepiece resolving its own symbols first (RTLD_DEEPBIND).
+
+    sentencepiece 0.1.99 (pinned in setup.py: it segments like the SentencePiece inside tensorflow_text's ops)
+    crashes when loaded after tensorflow_text unless it binds to the copy of protobuf it carries.
+    """
+    if "sentencepiece" in sys.modules or not hasattr(os, "RTLD_DEEPBIND"):
+        import sentencepiece
+
+        return sentencepiece
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(os.RTLD_NOW | os.RTLD_DEEPBIND)
+    try:
+        import sentencepiece
+    finally:
+        sys.setdlopenflags(flags)
+    return sentencepiece
+
+
+sentencepiece = _import_sentencepiece()
+
+PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
+# The ids the ALBERT recipe gives these pieces (train_tokenizer enforces them; released models have them).
+SPECIAL_IDS = {PAD: 0, UNK: 1, CLS: 2, SEP: 3, MASK: 4}
+
+
+class TokenizerError(ValueError):
+    """A SentencePiece model that cannot serve as an ALBERT tokenizer."""
+
+
+def load_sentencepiece(model_file):
+    """Loads a SentencePiece model and checks it has the ALBERT special pieces at their ids."""
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.Load(model_file=str(model_file))
+    except (OSError, RuntimeError) as error:
+        raise TokenizerError(f"{model_file}: not a readable SentencePiece model ({error})") from None
+    for piece, expected in SPECIAL_IDS.items():
+        found = processor.piece_to_id(piece)
+        if found != expected or processor.id_to_piece(expected) != piece:
+            raise TokenizerError(
+                f"{model_file}: expected piece {piece!r} at id {expected}, found it at id {found}; "
+                "train the model with `python -m albert_tf.train_tokenizer`"
+            )
+    return processor
+
+
+def truncated_lengths(length_a, length_b, max_tokens):
+    """Lengths after trimming the longer segment one token at a time (ties trim B) to fit max_tokens.
+
+    The closed form of the original `_truncate_seq_pair`; the in-graph packer uses the same formula.
+    """
+    if length_a + length_b <= max_tokens:
+        return length_a, length_b
+    new_a = min(length_a, max(max_tokens - length_b, (max_tokens + 1) // 2))
+    return new_a, min(length_b, max_tokens - new_a)
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedInputs:
+    """Encoder inputs for one example, each a list of seq_length ints."""
+
+    input_word_ids: list
+    input_mask: list
+    input_type_ids: list
+
+
+class AlbertTokenizer:
+    """Text → SentencePiece pieces and ids, with the original ALBERT normalization.
+
+    Args:
+      model_file: path of a SentencePiece model with <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4.
+      do_lower_case: lowercase before SentencePiece (True for the released uncased models).
+    """
+
+    def __init__(self, model_file, do_lower_case=True):
+        self.model_file = str(model_file)
+        self.do_lower_case = do_lower_case
+        self.sp = load_sentencepiece(model_file)
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            SPECIAL_IDS[p] for p in (PAD, UNK, CLS, SEP, MASK)
+        )
+
+    @property
+    def vocab_size(self):
+        return self.sp.get_piece_size()
+
+    def normalize(self, text):
+        return preprocess_text(text, lower=self.do_lower_case)
+
+    def tokenize(self, text):
+        """Normalized text → pieces, with the original's digit-comma rule.
+
+        SentencePiece may glue a comma to the number before it ("▁1990,"); the original re-encodes such a
+        piece without the comma and emits the comma as its own piece, so numbers tokenize the same with or
+        without a following comma.
+        """
+        pieces = []
+        for piece in self.sp.encode(self.normalize(text), out_type=str):
+            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+                parts = self.sp.encode(piece[:-1].replace(PIECE_PREFIX, ""), out_type=str)
+                if not piece.startswith(PIECE_PREFIX) and parts and parts[0].startswith(PIECE_PREFIX):
+                    parts = parts[1:] if len(parts[0]) == 1 else [parts[0][1:], *parts[1:]]
+                pieces.extend(parts)
+                pieces.append(",")
+            else:
+                pieces.append(piece)
+        return pieces
+
+    def encode(self, text):
+        """Text → list of ids (pieces outside the vocabulary become <unk>)."""
+        normalized = self.normalize(text)
+        if "," not in normalized:  # The comma rule cannot apply: let SentencePiece give ids directly.
+            return self.sp.encode(normalized)
+        return [self.sp.piece_to_id(piece) for piece in self.tokenize(text)]
+
+    def decode(self, ids):
+        """Ids → text (special pieces dropped)."""
+        return self.sp.decode([i for i in ids if i not in SPECIAL_IDS.values() or i == self.unk_id])
+
+    def id_to_piece(self, token_id):
+        return self.sp.id_to_piece(token_id)
+
+    def piece_to_id(self, piece):
+        return self.sp.piece_to_id(piece)
+
+    def pack(self, text_a, text_b=None, seq_length=128):
+        """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, trimmed to seq_length and padded with 0.
+
+        Returns:
+          PackedInputs; input_type_ids are 0 up to the first [SEP] included, 1 after.
+        """
+        ids_a = self.encode(text_a)
+        ids_b = self.encode(text_b) if text_b is not None else []
+        specials = 3 if text_b is not None else 2
+        if seq_length < specials + (text_b is not None):
+            raise ValueError(f"seq_length {seq_length} leaves no room for text after the special tokens")
+        length_a, length_b = truncated_lengths(len(ids_a), len(ids_b), seq_length - specials)
+        ids = [self.cls_id, *ids_a[:length_a], self.sep_id]
+        types = [0] * len(ids)
+        if text_b is not None:
+            ids += [*ids_b[:length_b], self.sep_id]
+            types += [1] * (length_b + 1)
+        padding = seq_length - len(ids)
+        return PackedInputs(
+            input_word_ids=ids + [0] * padding,
+            input_mask=[1] * len(ids) + [0] * padding,
+            input_type_ids=types + [0] * padding,
+        )

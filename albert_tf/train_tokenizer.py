@@ -1,0 +1,56 @@
+"""Trains an ALBERT SentencePiece model on a corpus.
+
+    python -m albert_tf.train_tokenizer --input=corpus/*.txt --model_prefix=spm/albert --vocab_size=30000
+
+The recipe of the released models: unigram, <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4 (control symbols),
+no BOS/EOS, character coverage 0.99995, user-defined symbols ( ) " - . – £ €. Each line is normalized the way
+the tokenizer normalizes it (whitespace, quotes, accents, case) before SentencePiece sees it, so training and
+tokenization agree. Writes PREFIX.model and PREFIX.vocab, each through a temporary file.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, "Text files (comma-separated globs), one sentence per line.")
+flags.DEFINE_string("model_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
+flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, special pieces included.")
+flags.DEFINE_bool("do_lower_case", True, "Lowercase before training (must match the tokenizer's setting).")
+flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe"], "SentencePiece model type.")
+flags.DEFINE_float("character_coverage", 0.99995, "Share of characters the vocabulary covers.")
+flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sample at most this many lines (0: all).")
+flags.DEFINE_list("user_defined_symbols", ["(", ")", '"', "-", ".", "–", "£", "€"], "Always whole pieces.")
+flags.DEFINE_integer("num_threads", os.cpu_count(), "Training threads.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of SentencePiece's sampling.")
+flags.DEFINE_enum("errors", "strict", ["strict", "replace"], "Invalid UTF-8: stop, or replace and count.")
+flags.mark_flags_as_required(["input", "model_prefix"])
+
+
+def main(argv):
+    del argv
+    from albert_tf.data import corpus, spm_training
+
+    try:
+        paths = corpus.expand_patterns(FLAGS.input, flag="input")
+        summary = spm_training.train(
+            paths,
+            FLAGS.model_prefix,
+            vocab_size=FLAGS.vocab_size,
+            do_lower_case=FLAGS.do_lower_case,
+            model_type=FLAGS.model_type,
+            character_coverage=FLAGS.character_coverage,
+            input_sentence_size=FLAGS.input_sentence_size,
+            user_defined_symbols=FLAGS.user_defined_symbols,
+            num_threads=FLAGS.num_threads,
+            random_seed=FLAGS.random_seed,
+            errors=FLAGS.errors,
+        )
+    except (corpus.CorpusError, spm_training.TrainingError) as error:
+        sys.exit(f"train_tokenizer: error: {error}")
+    print(summary)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.data.tf_tokenizer import InGraphTokenizer
+from albert_tf.data.tokenizer import AlbertTokenizer
+from tests.data.text_samples import varied_lines
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
+
+
+@pytest.fixture
+def tokenizers():
+    # Per test: conftest reseeds every test, which destroys an eager SentencePiece resource
+    # (tensorflow/text#570).
+    return AlbertTokenizer(SAMPLE_SPM), InGraphTokenizer(str(SAMPLE_SPM))
+
+
+def _assert_same_ids(tokenizers, lines):
+    python, graph = tokenizers
+    ids = graph.tokenize(tf.constant([line.encode("utf-8", "surrogatepass") for line in lines]))
+    for line, got in zip(lines, ids.to_list(), strict=True):
+        assert got == python.encode(line), repr(line)
+
+
+def test_in_graph_ids_equal_python_ids_on_varied_lines(tokenizers):
+    _assert_same_ids(tokenizers, varied_lines(3000, seed=7))
+
+
+def test_in_graph_ids_equal_python_ids_on_the_sample_corpus(tokenizers):
+    lines = [line for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:2000]]
+    _assert_same_ids(tokenizers, lines)
+
+
+def test_in_graph_pieces_equal_python_pieces(tokenizers):
+    python, graph = tokenizers
+    lines = ["in 1990, the 3,5 and 1,000,000,", "12,", "a1,b2,", ""]
+    pieces = graph.tokenize_pieces(tf.constant(lines)).to_list()
+    assert [[p.decode() for p in row] for row in pieces] == [python.tokenize(line) for line in lines]
+
+
+def test_invalid_utf8_is_replaced_like_python(tokenizers):
+    python, graph = tokenizers
+    raw = [b"caf\xc3 ok", b"\xff\xfe bad start", b"tail \xe2\x82"]
+    got = graph.tokenize(tf.constant(raw)).to_list()
+    assert got == [python.encode(text) for text in raw]
+
+
+def test_in_graph_pack_equals_python_pack(tokenizers):
+    python, graph = tokenizers
+    lines = varied_lines(60, seed=3)
+    pairs = list(zip(lines[:30], lines[30:], strict=True))
+    for seq_length in (5, 16, 64):
+        got = graph.pack(
+            graph.tokenize(tf.constant([a for a, _ in pairs])),
+            graph.tokenize(tf.constant([b for _, b in pairs])),
+            seq_length=seq_length,
+        )
+        single = graph.pack(graph.tokenize(tf.constant([a for a, _ in pairs])), seq_length=seq_length)
+        for index, (a, b) in enumerate(pairs):
+            expected = python.pack(a, b, seq_length=seq_length)
+            assert got["input_word_ids"][index].numpy().tolist() == expected.input_word_ids
+            assert got["input_mask"][index].numpy().tolist() == expected.input_mask
+            assert got["input_type_ids"][index].numpy().tolist() == expected.input_type_ids
+            assert (
+                single["input_word_ids"][index].numpy().tolist()
+                == python.pack(a, seq_length=seq_length).input_word_ids
+            )
+
+
+def test_works_inside_tf_function_and_tf_data(tokenizers):
+    python, graph = tokenizers
+    lines = ["Hello, World 1,000", "Ελληνικά και Русский"]
+    dataset = tf.data.Dataset.from_tensor_slices(lines).batch(2).map(graph.tokenize)
+    (ids,) = list(dataset)
+    assert ids.to_list() == [python.encode(line) for line in lines]
+    packed = tf.function(lambda t: graph.pack(graph.tokenize(t), seq_length=12))(tf.constant(lines))
+    assert packed["input_word_ids"].dtype == tf.int32
+    assert np.all(packed["input_word_ids"][:, 0] == 2)
