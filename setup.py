@@ -20,6 +20,8 @@ setup(
         # other way ("ww" "w" vs "w" "ww"), so the Python and in-graph tokenizers would disagree.
         "sentencepiece==0.1.99",
         "absl-py",
+        # TFRecord checksums for the pretraining-data builder, which runs without TensorFlow.
+        "google-crc32c",
     ],
     extras_require={
         "test": ["pytest", "ruff"],

@@ -69,6 +69,11 @@ def truncated_lengths(length_a, length_b, max_tokens):
     return new_a, min(length_b, max_tokens - new_a)
 
 
+def _needs_comma_split(piece):
+    """The digit-comma rule's test: a piece that ends in a comma right after a digit."""
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
 @dataclasses.dataclass(frozen=True)
 class PackedInputs:
     """Encoder inputs for one example, each a list of seq_length ints."""
@@ -90,6 +95,10 @@ class AlbertTokenizer:
         self.model_file = str(model_file)
         self.do_lower_case = do_lower_case
         self.sp = load_sentencepiece(model_file)
+        # Ids whose piece the digit-comma rule rewrites: a line without them needs no rewriting.
+        self._comma_ids = frozenset(
+            i for i in range(self.sp.get_piece_size()) if _needs_comma_split(self.sp.id_to_piece(i))
+        )
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
             SPECIAL_IDS[p] for p in (PAD, UNK, CLS, SEP, MASK)
         )
@@ -102,15 +111,18 @@ class AlbertTokenizer:
         return preprocess_text(text, lower=self.do_lower_case)
 
     def tokenize(self, text):
-        """Normalized text → pieces, with the original's digit-comma rule.
+        """Text → pieces (normalized first), with the original's digit-comma rule.
 
         SentencePiece may glue a comma to the number before it ("▁1990,"); the original re-encodes such a
         piece without the comma and emits the comma as its own piece, so numbers tokenize the same with or
         without a following comma.
         """
+        return self._split_digit_commas(self.normalize(text))
+
+    def _split_digit_commas(self, normalized):
         pieces = []
-        for piece in self.sp.encode(self.normalize(text), out_type=str):
-            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+        for piece in self.sp.encode(normalized, out_type=str):
+            if _needs_comma_split(piece):
                 parts = self.sp.encode(piece[:-1].replace(PIECE_PREFIX, ""), out_type=str)
                 if not piece.startswith(PIECE_PREFIX) and parts and parts[0].startswith(PIECE_PREFIX):
                     parts = parts[1:] if len(parts[0]) == 1 else [parts[0][1:], *parts[1:]]
@@ -122,10 +134,20 @@ class AlbertTokenizer:
 
     def encode(self, text):
         """Text → list of ids (pieces outside the vocabulary become <unk>)."""
-        normalized = self.normalize(text)
-        if "," not in normalized:  # The comma rule cannot apply: let SentencePiece give ids directly.
-            return self.sp.encode(normalized)
-        return [self.sp.piece_to_id(piece) for piece in self.tokenize(text)]
+        return self.encode_batch([text])[0]
+
+    def encode_batch(self, texts):
+        """Texts → lists of ids, SentencePiece encoding them in one call.
+
+        Only lines whose ids hold a piece the digit-comma rule rewrites (or <unk>, whose piece is not in the
+        vocabulary, next to a comma) go through pieces again.
+        """
+        normalized = [self.normalize(text) for text in texts]
+        out = self.sp.encode(normalized)
+        for i, ids in enumerate(out):
+            if not self._comma_ids.isdisjoint(ids) or (self.unk_id in ids and "," in normalized[i]):
+                out[i] = [self.sp.piece_to_id(piece) for piece in self._split_digit_commas(normalized[i])]
+        return out
 
     def decode(self, ids):
         """Ids → text (special pieces dropped)."""
@@ -146,7 +168,7 @@ class AlbertTokenizer:
         ids_a = self.encode(text_a)
         ids_b = self.encode(text_b) if text_b is not None else []
         specials = 3 if text_b is not None else 2
-        if seq_length < specials + (text_b is not None):
+        if seq_length < specials:
             raise ValueError(f"seq_length {seq_length} leaves no room for text after the special tokens")
         length_a, length_b = truncated_lengths(len(ids_a), len(ids_b), seq_length - specials)
         ids = [self.cls_id, *ids_a[:length_a], self.sep_id]
