@@ -91,7 +91,7 @@ def _blocks(documents):
 
 
 def _block_results(settings, blocks, num_workers):
-    """build_block over blocks, results in block order, at most 2 blocks per worker in flight."""
+    """build_block over blocks, results in block order, at most 4 blocks per worker in flight."""
     if num_workers <= 1:
         for index, block in enumerate(blocks):
             yield build_block(settings, index, block)
@@ -100,7 +100,7 @@ def _block_results(settings, blocks, num_workers):
         pending = collections.deque()
         for index, block in enumerate(blocks):
             pending.append(pool.apply_async(build_block, (settings, index, block)))
-            if len(pending) >= 2 * num_workers:
+            if len(pending) >= 4 * num_workers:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
