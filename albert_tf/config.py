@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from typing import Any
+
+from albert_tf.atomic_file import write_atomically
 
 # Keys present in Google's released config files that the original modeling code never uses.
 IGNORED_KEYS = frozenset({"net_structure_type", "gap_size", "num_memory_blocks", "down_scale_factor"})
@@ -175,13 +176,4 @@ class AlbertConfig:
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes the config atomically: a temporary file in the same folder, then a rename."""
-        path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".albert_config.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(self.to_json_string())
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        write_atomically(path, self.to_json_string().encode("utf-8"))

@@ -177,7 +177,7 @@ def build(input_files, output_files, settings, *, num_workers=1, gzip=False, err
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise BuildError(f"--output_file: directory {directory} of {path} does not exist")
-    AlbertTokenizer(settings.spm_model_file)  # Fail early, naming the model file, before any worker starts.
+    _tokenizer_and_maker(settings)  # Fail early, naming the model file; in-process builds reuse it.
     reader = corpus.LineReader(input_files, errors=errors)
     temporaries = [f"{path}.tmp-{os.getpid()}" for path in output_files]
     writers = [TFRecordWriter(path, gzip_compressed=gzip) for path in temporaries]

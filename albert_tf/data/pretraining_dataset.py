@@ -31,7 +31,8 @@ class OnlineMasking:
     ngram: int = 3
 
 
-def _parse_spec(max_seq_length, max_predictions_per_seq, with_masks):
+def parse_spec(max_seq_length, max_predictions_per_seq, with_masks=True):
+    """tf.io.parse_single_example spec of the pretraining records (token_boundary defaults to zeros)."""
     spec = {}
     for name, (dtype, length) in features.feature_lengths(max_seq_length, max_predictions_per_seq).items():
         if name in features.MASK_FEATURES and not with_masks:
@@ -107,7 +108,7 @@ def pretraining_dataset(
         records = records.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if is_training:
         records = records.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-    spec = _parse_spec(max_seq_length, max_predictions_per_seq, with_masks=online_masking is None)
+    spec = parse_spec(max_seq_length, max_predictions_per_seq, with_masks=online_masking is None)
     dataset = records.map(lambda record: tf.io.parse_single_example(record, spec), tf.data.AUTOTUNE)
     if online_masking is not None:
         masker = _masker(online_masking, max_predictions_per_seq, seed)

@@ -3,6 +3,7 @@
 import io
 import os
 
+from albert_tf.atomic_file import write_atomically
 from albert_tf.data import corpus
 from albert_tf.data.normalization import preprocess_text
 from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece, sentencepiece
@@ -10,18 +11,6 @@ from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece, sentenc
 
 class TrainingError(ValueError):
     """SentencePiece refused the corpus or the settings; the message says which."""
-
-
-def atomic_write(path, data):
-    """Writes bytes to path through a temporary name in the same directory, then renames."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
 
 
 def train(
@@ -81,12 +70,12 @@ def train(
         if counts["lines"] == 0:
             raise TrainingError(f"{', '.join(paths)}: no text to train on (every line is blank)") from None
         raise TrainingError(f"SentencePiece: {error}") from None
-    atomic_write(f"{model_prefix}.model", model.getvalue())
+    write_atomically(f"{model_prefix}.model", model.getvalue())
     processor = load_sentencepiece(f"{model_prefix}.model")
     vocab = "".join(
         f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n" for i in range(processor.get_piece_size())
     )
-    atomic_write(f"{model_prefix}.vocab", vocab.encode("utf-8"))
+    write_atomically(f"{model_prefix}.vocab", vocab.encode("utf-8"))
     return (
         f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 replaced), "
         f"{processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"

@@ -6,8 +6,9 @@ import sys
 import pytest
 import tensorflow as tf
 
-from albert_tf.data import corpus, features
+from albert_tf.data import corpus
 from albert_tf.data.pretraining_builder import BuildError, BuildSettings, build
+from albert_tf.data.pretraining_dataset import parse_spec
 from albert_tf.data.pretraining_instances import InstanceOptions
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
 
@@ -47,10 +48,7 @@ def test_records_parse_with_the_original_feature_spec(tmp_path):
     text = tmp_path / "small.txt"
     text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:400]) + "\n")
     outputs, _ = _build(tmp_path, "gz", 1, inputs=[str(text)], gzip=True)
-    spec = {
-        name: tf.io.FixedLenFeature([length], tf.float32 if dtype == "float32" else tf.int64)
-        for name, (dtype, length) in features.feature_lengths(128, 20).items()
-    }
+    spec = parse_spec(128, 20)
     dataset = tf.data.TFRecordDataset(outputs, compression_type="GZIP").map(
         lambda r: tf.io.parse_single_example(r, spec)
     )

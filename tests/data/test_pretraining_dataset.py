@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from albert_tf.data import features
 from albert_tf.data.pretraining_builder import BuildSettings, build
-from albert_tf.data.pretraining_dataset import OnlineMasking, pretraining_dataset
+from albert_tf.data.pretraining_dataset import OnlineMasking, parse_spec, pretraining_dataset
 from albert_tf.data.pretraining_instances import InstanceOptions
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -30,10 +30,7 @@ def records(tmp_path_factory):
 
 
 def _raw(paths):
-    spec = {
-        name: tf.io.FixedLenFeature([length], tf.float32 if dtype == "float32" else tf.int64)
-        for name, (dtype, length) in features.feature_lengths(SEQ, PREDICTIONS).items()
-    }
+    spec = parse_spec(SEQ, PREDICTIONS)
     return [
         {k: v.numpy() for k, v in tf.io.parse_single_example(r, spec).items()}
         for r in tf.data.TFRecordDataset(paths)

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from albert_tf.data import features
+from albert_tf.data.pretraining_dataset import parse_spec
 from albert_tf.data.pretraining_instances import InstanceMaker, InstanceOptions, Vocabulary, is_start_piece
 from albert_tf.data.tokenizer import AlbertTokenizer
 from tests.helpers import SAMPLE_SPM
@@ -21,12 +21,7 @@ VOCAB = Vocabulary(
 def _parse(record, options):
     import tensorflow as tf
 
-    spec = {
-        name: tf.io.FixedLenFeature([length], tf.float32 if dtype == "float32" else tf.int64)
-        for name, (dtype, length) in features.feature_lengths(
-            options.max_seq_length, options.max_predictions_per_seq
-        ).items()
-    }
+    spec = parse_spec(options.max_seq_length, options.max_predictions_per_seq)
     return {k: v.numpy().tolist() for k, v in tf.io.parse_single_example(record, spec).items()}
 
 
