@@ -29,8 +29,11 @@ corpus, out, seq, workers, dupe = sys.argv[1:6]
 settings = BuildSettings(spm_model_file=sys.argv[6], options=InstanceOptions(max_seq_length=int(seq)),
                          dupe_factor=int(dupe))
 summary = build([corpus], [out + "-0", out + "-1"], settings, num_workers=int(workers))
+# VmHWM, not RUSAGE_SELF: Linux carries the peak of the forked bench process over exec into ru_maxrss.
+with open("/proc/self/status") as status:
+    main_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"instances": summary.stats["instances"], "seconds": summary.seconds,
-                  "main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "main_mb": main_kb / 1024,
                   "worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
@@ -43,7 +46,10 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         corpus = pathlib.Path(directory) / "corpus.txt"
         text = (SAMPLE / "sample_corpus.txt").read_text(encoding="utf-8").rstrip("\n") + "\n\n"
-        corpus.write_text(text * args.scale, encoding="utf-8")
+        with corpus.open("w", encoding="utf-8") as file:
+            for _ in range(args.scale):
+                file.write(text)
+        del text
         print(
             f"corpus: sample x{args.scale} ({corpus.stat().st_size / 1e6:.1f} MB), "
             f"dupe_factor {args.dupe_factor}"

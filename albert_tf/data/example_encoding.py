@@ -7,6 +7,7 @@ tests/data/test_example_encoding.py parses the bytes
 with TensorFlow and compares with tf.train.Example.
 """
 
+import functools
 import struct
 
 
@@ -29,8 +30,10 @@ _SMALL = [_varint(i) for i in range(1 << 16)]
 def _varints(values):
     if not values:
         return b""
-    if max(values) < 0x80:  # One byte each: the varint is the value (masks, segments, labels).
+    if max(values) < 0x80:  # One byte each: the varint is the value (bytes() rejects negatives).
         return bytes(values)
+    if min(values) < 0:  # (the table would take them silently)
+        raise ValueError("negative values are not supported")
     try:
         return b"".join([_SMALL[v] for v in values])
     except IndexError:
@@ -46,6 +49,32 @@ def _message(tag, payload):
     return tag + _length(len(payload)) + payload
 
 
+@functools.lru_cache(maxsize=4096)
+def _entry_header(name, list_tag, size):
+    """The bytes of a features map entry that come before its size bytes of packed values.
+
+    Entry{1: key, 2: Feature{list_tag: XList{1: packed}}}; an empty list is an empty XList message.
+    """
+    packed_header = b"\x0a" + _length(size) if size else b""
+    feature_header = list_tag + _length(len(packed_header) + size)
+    value_size = len(feature_header) + len(packed_header) + size
+    value_header = b"\x12" + _length(value_size)
+    key = _message(b"\x0a", name.encode("utf-8"))
+    return (
+        b"\x0a"
+        + _length(len(key) + len(value_header) + value_size)
+        + key
+        + value_header
+        + feature_header
+        + packed_header
+    )
+
+
+@functools.cache
+def _floats(count):
+    return struct.Struct(f"<{count}f")
+
+
 def serialize_example(int64_features, float_features=None):
     """Serializes one tf.train.Example.
 
@@ -55,20 +84,22 @@ def serialize_example(int64_features, float_features=None):
 
     Returns:
       bytes of the serialized Example.
+
+    Raises:
+      ValueError: an int64 feature holds a negative value.
     """
     float_features = float_features or {}
     entries = []
     for name in sorted({*int64_features, *float_features}):
         if name in int64_features:
-            values = int64_features[name]
-            if values and min(values) < 0:  # (bytes() and the table would take them silently)
-                raise ValueError(f"feature {name!r}: negative values are not supported")
-            packed = _varints(values)
-            feature = _message(b"\x1a", _message(b"\x0a", packed) if packed else b"")  # int64_list.value
+            try:
+                packed = _varints(int64_features[name])
+            except ValueError:
+                raise ValueError(f"feature {name!r}: negative values are not supported") from None
+            entries.append(_entry_header(name, b"\x1a", len(packed)))  # Feature.int64_list
         else:
             values = float_features[name]
-            packed = struct.pack(f"<{len(values)}f", *values)
-            feature = _message(b"\x12", _message(b"\x0a", packed) if packed else b"")  # float_list.value
-        key = _message(b"\x0a", name.encode("utf-8"))
-        entries.append(_message(b"\x0a", key + _message(b"\x12", feature)))  # map entry: key 1, value 2
+            packed = _floats(len(values)).pack(*values)
+            entries.append(_entry_header(name, b"\x12", len(packed)))  # Feature.float_list
+        entries.append(packed)
     return _message(b"\x0a", b"".join(entries))  # Example.features

@@ -13,6 +13,7 @@ process small (importing TensorFlow alone takes 600 MB) and the workers quick to
 
 import collections
 import dataclasses
+import itertools
 import multiprocessing
 import os
 import random
@@ -61,9 +62,10 @@ def build_block(settings, block_index, documents):
     """Serialized instances of one block of documents (lists of text lines), shuffled, and its statistics."""
     tokenizer, maker = _tokenizer_and_maker(settings)
     stats = collections.Counter(documents=len(documents))
+    ids = iter(tokenizer.encode_batch([line for document in documents for line in document]))
     tokenized = []
     for document in documents:
-        segments = [ids for ids in tokenizer.encode_batch(document) if ids]
+        segments = [line_ids for line_ids in itertools.islice(ids, len(document)) if line_ids]
         if sum(len(s) for s in segments) < 2:
             stats["skipped_documents"] += 1
             continue

@@ -45,7 +45,7 @@ class Vocabulary:
 
     Attributes:
       cls_id, sep_id, mask_id: special ids.
-      word_start: tuple of bool by id (is_start_piece of the id's piece).
+      word_start: tuple of 0/1 by id (is_start_piece of the id's piece).
       replacement_ids: ids a masked token may be replaced by (not <pad>, <unk> or control pieces).
     """
 
@@ -67,7 +67,7 @@ class Vocabulary:
             cls_id=processor.piece_to_id("[CLS]"),
             sep_id=processor.piece_to_id("[SEP]"),
             mask_id=processor.piece_to_id("[MASK]"),
-            word_start=tuple(is_start_piece(p) for p in pieces),
+            word_start=tuple(int(is_start_piece(p)) for p in pieces),
             replacement_ids=tuple(ordinary),
         )
 
@@ -199,7 +199,7 @@ class InstanceMaker:
         vocab, options = self.vocab, self.options
         tokens = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
         segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-        positions, labels, boundary = self._mask(tokens, rng, stats)
+        positions, labels, boundary = self._mask(tokens, len(tokens_a) + 1, rng, stats)
         length, padding = len(tokens), options.max_seq_length - len(tokens)
         predictions = options.max_predictions_per_seq - len(positions)
         stats["instances"] += 1
@@ -219,59 +219,68 @@ class InstanceMaker:
             {features.MASKED_LM_WEIGHTS: [1.0] * len(positions) + [0.0] * predictions},
         )
 
-    def _mask(self, tokens, rng, stats):
-        """Whole-word n-gram masking, in place on tokens.
+    def _mask(self, tokens, sep_a, rng, stats):
+        """Whole-word n-gram masking, in place on tokens, `[CLS] A [SEP] B [SEP]` with A's [SEP] at sep_a.
 
         Returns:
           (positions, original ids at those positions, token_boundary), positions ascending.
         """
         vocab, options = self.vocab, self.options
-        cls_id, sep_id, word_start = vocab.cls_id, vocab.sep_id, vocab.word_start
-        special = [t in (cls_id, sep_id) for t in tokens]
-        boundary = [1 if s or word_start[t] else 0 for s, t in zip(special, tokens, strict=True)]
-        # Words as [start, end) token ranges; a word ends at the next word start or special token.
+        word_start = vocab.word_start
+        last = len(tokens) - 1
+        boundary = [word_start[t] for t in tokens]
+        boundary[0] = boundary[sep_a] = boundary[last] = 1
+        # Words as [start, end) token ranges: a word starts at a word-start piece or right after a special
+        # token, and ends at the next word start or special token.
         if options.do_whole_word_mask:
-            starts = [p for p in range(1, len(tokens)) if not special[p] and (boundary[p] or special[p - 1])]
+            marks = [p for p, b in enumerate(boundary) if b]
+            marks.extend(p for p in (1, sep_a + 1) if not boundary[p])
+            marks.sort()
         else:
-            starts = [p for p in range(1, len(tokens)) if not special[p]]
-        marks = sorted(starts + [p for p in range(len(tokens)) if special[p]])
-        following = dict(zip(marks, marks[1:], strict=False))
-        ends = [following[p] for p in starts]
+            marks = list(range(len(tokens)))
+        middle = bisect.bisect_left(marks, sep_a)  # marks[0], marks[middle], marks[-1]: the special tokens
+        starts = marks[1:middle] + marks[middle + 1 : -1]
+        ends = marks[2 : middle + 1] + marks[middle + 2 :]
         if options.masked_lm_prob == 0 or not starts:
             return [], [], boundary
         words = len(starts)
-        sizes = [0]
-        for start, end in zip(starts, ends, strict=True):
-            sizes.append(sizes[-1] + end - start)  # sizes[k]: tokens in words before k
+        # sizes[k]: tokens in words before word k (the words tile A and B, so: non-special tokens before it).
+        sizes = [s - 1 if s < sep_a else s - 2 for s in starts]
+        sizes.append(last - 2)
         budget = min(
             options.max_predictions_per_seq, max(1, int(round(len(tokens) * options.masked_lm_prob)))
         )
         covered = set()  # word indexes
         order = list(range(words))
         chosen = 0
+        randrange, random, cumulative = rng.randrange, rng.random, self._ngram_cumulative
         for k in range(words):  # A lazy Fisher-Yates shuffle: stop as soon as the budget is spent.
             if chosen >= budget:
                 break
-            j = rng.randrange(k, words)
+            j = randrange(k, words)
             order[k], order[j] = order[j], order[k]
             first = order[k]
-            n = bisect.bisect_right(self._ngram_cumulative, rng.random()) + 1
+            n = bisect.bisect_right(cumulative, random()) + 1
             while n > 0 and chosen + sizes[min(first + n, words)] - sizes[first] > budget:
                 n -= 1
-            last = min(first + n, words)
-            if n == 0 or not covered.isdisjoint(range(first, last)):
+            end_word = min(first + n, words)
+            if n == 0 or not covered.isdisjoint(range(first, end_word)):
                 continue
-            covered.update(range(first, last))
-            chosen += sizes[last] - sizes[first]
+            covered.update(range(first, end_word))
+            chosen += sizes[end_word] - sizes[first]
         positions = [p for w in sorted(covered) for p in range(starts[w], ends[w])]
         labels = [tokens[p] for p in positions]
+        mask_id, replacements = vocab.mask_id, vocab.replacement_ids
+        kept = replaced = 0
         for p in positions:
-            if rng.random() < 0.8:
-                tokens[p] = vocab.mask_id
-                stats["masked_as_mask"] += 1
-            elif rng.random() < 0.5:
-                stats["masked_kept"] += 1
+            if random() < 0.8:
+                tokens[p] = mask_id
+            elif random() < 0.5:
+                kept += 1
             else:
-                tokens[p] = vocab.replacement_ids[rng.randrange(len(vocab.replacement_ids))]
-                stats["masked_random"] += 1
+                tokens[p] = replacements[randrange(len(replacements))]
+                replaced += 1
+        stats["masked_as_mask"] += len(positions) - kept - replaced
+        stats["masked_kept"] += kept
+        stats["masked_random"] += replaced
         return positions, labels, boundary

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from albert_tf.data.example_encoding import serialize_example
@@ -20,6 +21,21 @@ FLOATS = {"masked_lm_weights": [1.0, 0.5, 0.0]}
 def test_bytes_equal_tensorflow_deterministic_serialization():
     expected = _tf_example(INTS, FLOATS).SerializeToString(deterministic=True)
     assert serialize_example(INTS, FLOATS) == expected
+
+
+def test_long_features_with_multi_byte_lengths_equal_tensorflow():
+    rng = np.random.default_rng(7)
+    ints = {"ids": rng.integers(0, 30_000, 512).tolist(), "mask": [1] * 300 + [0] * 212}
+    floats = {"weights": rng.random(200).astype(np.float32).tolist()}
+    for _ in range(2):  # The second time from the cached entry headers.
+        expected = _tf_example(ints, floats).SerializeToString(deterministic=True)
+        assert serialize_example(ints, floats) == expected
+
+
+@pytest.mark.parametrize("values", [[3, -1], [300, -1]])
+def test_negative_ints_are_refused_with_the_feature_name(values):
+    with pytest.raises(ValueError, match="feature 'ids': negative"):
+        serialize_example({"ids": values})
 
 
 def test_tensorflow_parses_it():
