@@ -20,6 +20,8 @@ setup(
         # other way ("ww" "w" vs "w" "ww"), so the Python and in-graph tokenizers would disagree.
         "sentencepiece==0.1.99",
         "absl-py",
+        # TensorBoard summaries of training runs (TensorFlow 2.21 no longer brings it).
+        "tensorboard",
         # TFRecord checksums for the pretraining-data builder, which runs without TensorFlow.
         "google-crc32c",
     ],

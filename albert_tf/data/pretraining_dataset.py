@@ -43,23 +43,48 @@ def parse_spec(max_seq_length, max_predictions_per_seq, with_masks=True):
     return spec
 
 
-def _expand(file_patterns):
+def expand_file_patterns(file_patterns, flag="file_patterns"):
+    """Sorted paths matched by a glob, comma-separated globs or a list of them; errors name `flag`."""
     patterns = [file_patterns] if isinstance(file_patterns, str) else list(file_patterns)
     patterns = [p.strip() for item in patterns for p in item.split(",") if p.strip()]
     paths = []
     for pattern in patterns:
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
-            raise ValueError(f"input file pattern {pattern!r} matches no file")
+            raise ValueError(f"{flag}: {pattern!r} matches no file")
         paths.extend(matches)
     if not paths:
-        raise ValueError("no input file pattern given")
+        raise ValueError(f"{flag}: no file pattern given")
     return paths
 
 
 def _compression(path):
     with tf.io.gfile.GFile(path, "rb") as handle:
         return "GZIP" if handle.read(2) == b"\x1f\x8b" else ""
+
+
+def check_records(file_patterns, max_seq_length, max_predictions_per_seq, flag, need_masks=True):
+    """Reads each file's first record; raises ValueError naming the flag, the file and both values when its
+    lengths are not the flags' (or it holds no pretraining records)."""
+    for path in expand_file_patterns(file_patterns, flag=flag):
+        try:
+            record = next(iter(tf.data.TFRecordDataset(path, compression_type=_compression(path))))
+        except StopIteration:
+            raise ValueError(f"{flag}: {path} holds no records") from None
+        except tf.errors.DataLossError as error:
+            raise ValueError(f"{flag}: {path} is not a TFRecord file ({error.message})") from None
+        example = tf.train.Example.FromString(record.numpy()).features.feature
+        expected = {features.INPUT_IDS: (max_seq_length, "--max_seq_length")}
+        if need_masks:
+            expected[features.MASKED_LM_POSITIONS] = (max_predictions_per_seq, "--max_predictions_per_seq")
+        for name, (length, length_flag) in expected.items():
+            if name not in example:
+                raise ValueError(f"{flag}: {path} has no {name!r} feature: not pretraining records")
+            found = len(example[name].int64_list.value)
+            if found != length:
+                raise ValueError(
+                    f"{flag}: {path} was built with {name} of length {found}, but {length_flag}={length}"
+                )
 
 
 def pretraining_dataset(
@@ -74,6 +99,7 @@ def pretraining_dataset(
     seed=12345,
     cycle_length=8,
     shuffle_buffer_size=10_000,
+    skip_records=0,
 ):
     """A tf.data.Dataset of pretraining batches.
 
@@ -86,8 +112,11 @@ def pretraining_dataset(
         there are fewer files than pipelines).
       online_masking: OnlineMasking, or None to use the records' masks.
       seed: shuffling and online-masking seed.
+      skip_records: records of this pipeline to pass over before the first batch: a resumed run continues
+        where it stopped (the order, and the online masks, are those of an unskipped pipeline). Skipped
+        records are read but not parsed.
     """
-    paths = _expand(file_patterns)
+    paths = expand_file_patterns(file_patterns)
     compression = _compression(paths[0])
     files = tf.data.Dataset.from_tensor_slices(paths)
     shard_records = False
@@ -108,11 +137,13 @@ def pretraining_dataset(
         records = records.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if is_training:
         records = records.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    if skip_records:
+        records = records.skip(skip_records)
     spec = parse_spec(max_seq_length, max_predictions_per_seq, with_masks=online_masking is None)
     dataset = records.map(lambda record: tf.io.parse_single_example(record, spec), tf.data.AUTOTUNE)
     if online_masking is not None:
         masker = _masker(online_masking, max_predictions_per_seq, seed)
-        dataset = dataset.enumerate().map(masker, tf.data.AUTOTUNE)
+        dataset = dataset.enumerate(start=skip_records).map(masker, tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
     return dataset.map(_to_model_names, tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 

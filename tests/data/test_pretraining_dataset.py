@@ -153,7 +153,7 @@ def test_reader_feeds_the_pretrainer(records):
 
 
 def test_missing_pattern_is_named(records):
-    with pytest.raises(ValueError, match=r"input file pattern '.*nothing-\*' matches no file"):
+    with pytest.raises(ValueError, match=r"file_patterns: '.*nothing-\*' matches no file"):
         pretraining_dataset(
             records[0] + ",/tmp/nothing-*",
             batch_size=1,

@@ -1,0 +1,80 @@
+"""Model directories: the unit every command reads and writes (`--output_dir` of pretraining, `--model_dir`
+of fine-tuning and export).
+
+A model directory holds
+    albert_config.json        the model's config (original keys),
+    spm.model                 its SentencePiece model (absent when the run had none),
+    pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads).
+
+    >>> encoder = load_encoder("runs/tiny")          # in a notebook
+"""
+
+import os
+import shutil
+import tempfile
+
+from albert_tf.config import AlbertConfig
+from albert_tf.models import AlbertEncoder, AlbertPretrainer
+
+CONFIG_FILE = "albert_config.json"
+SPM_FILE = "spm.model"
+WEIGHTS_FILE = "pretrainer.weights.h5"
+
+
+def _require(directory, name):
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{directory} is not a model directory: it has no {name}")
+    return path
+
+
+def load_config(directory) -> AlbertConfig:
+    return AlbertConfig.from_json_file(_require(directory, CONFIG_FILE))
+
+
+def spm_model_file(directory):
+    """The directory's SentencePiece model, or None."""
+    path = os.path.join(directory, SPM_FILE)
+    return path if os.path.exists(path) else None
+
+
+def load_pretrainer(directory, dtype=None) -> AlbertPretrainer:
+    """A built `AlbertPretrainer` with the directory's weights (dtype: optional dtype policy)."""
+    pretrainer = AlbertPretrainer(AlbertEncoder(load_config(directory), dtype=dtype))
+    pretrainer.load_weights(_require(directory, WEIGHTS_FILE))
+    return pretrainer
+
+
+def load_encoder(directory, dtype=None) -> AlbertEncoder:
+    """The directory's `AlbertEncoder`, weights loaded (the pretraining heads are dropped)."""
+    return load_pretrainer(directory, dtype=dtype).encoder
+
+
+def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
+    """Writes config, SentencePiece model and weights; each file appears whole (temporary name, rename).
+
+    Args:
+        pretrainer: the model to save.
+        directory: created if missing; files already there are replaced.
+        spm_model: path of the SentencePiece model to copy in, or None.
+    """
+    os.makedirs(directory, exist_ok=True)
+    pretrainer.encoder.config.to_json_file(os.path.join(directory, CONFIG_FILE))
+    if spm_model and os.path.abspath(spm_model) != os.path.abspath(os.path.join(directory, SPM_FILE)):
+        _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
+    _replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
+
+
+def _replace_with(path, write):
+    """Calls write(temporary path) in path's folder, then renames the result over path."""
+    folder, name = os.path.split(path)
+    # Keras insists on the ".weights.h5" ending, so the temporary name keeps the file's suffix.
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".tmp-{os.getpid()}-", suffix=f"-{name}")
+    os.close(descriptor)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,1 @@
+"""Training: optimizers, schedules, losses, distribution and the pretraining loop (TensorFlow-specific)."""

@@ -1,0 +1,51 @@
+"""Distribution strategies and mixed-precision policies, by the names the `--strategy` and
+`--mixed_precision` flags use."""
+
+import keras
+import tensorflow as tf
+
+STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def create_strategy(name, tpu=None):
+    """A tf.distribute.Strategy.
+
+    default: one device (the first GPU if any, else the CPU). mirrored: every GPU of this host (or, with
+    none, the CPU devices TensorFlow was configured with). multi_worker_mirrored: every GPU of every host
+    named in the TF_CONFIG environment variable. tpu: the TPU named by `tpu` ("local" on a TPU VM, a name
+    or grpc:// address otherwise).
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy([device.name for device in devices])
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+
+
+def set_precision(name):
+    """Sets Keras' global dtype policy (before the model is built): float32, bfloat16 or float16."""
+    if name not in PRECISIONS:
+        raise ValueError(f"mixed_precision must be one of {', '.join(PRECISIONS)}; got {name!r}")
+    keras.config.set_dtype_policy(PRECISIONS[name])
+
+
+def is_chief(strategy):
+    """Whether this process writes the run's outputs (the only process, or worker 0 / the chief)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0)
+
+
+def task_id(strategy):
+    resolver = getattr(strategy, "cluster_resolver", None)
+    return (resolver.task_id or 0) if resolver is not None and resolver.task_type else 0

@@ -1,0 +1,60 @@
+"""Masked-LM and sentence-order losses, as sums that add up across replicas and micro-batches.
+
+The original losses: masked LM = Σ(w · CE) / (Σw + 1e-5) over the batch's masked positions, sentence order
+= mean CE over the batch, total = their sum. Written as sums so that the whole (global) batch's loss is the
+sum of each replica's (and each micro-batch's) contribution, whatever the replica count.
+"""
+
+from keras import ops
+
+# Order of the entries of a sums vector.
+SUM_NAMES = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "sop_loss_sum", "sop_correct", "examples")
+MLM_EPSILON = 1e-5
+
+
+def pretraining_sums(batch, outputs):
+    """float32 [6] sums (SUM_NAMES) over a batch.
+
+    Args:
+        batch: dict with masked_lm_ids int [B, P], masked_lm_weights float [B, P] and
+            sentence_order_label int [B].
+        outputs: the pretrainer's dict: mlm_logits [B, P, V], sop_logits [B, 2].
+    """
+    weights = ops.cast(batch["masked_lm_weights"], "float32")
+    mlm_logits = ops.cast(outputs["mlm_logits"], "float32")
+    mlm_labels = batch["masked_lm_ids"]
+    mlm_ce = ops.sparse_categorical_crossentropy(mlm_labels, mlm_logits, from_logits=True)
+    mlm_hit = ops.cast(ops.equal(ops.argmax(mlm_logits, axis=-1), ops.cast(mlm_labels, "int32")), "float32")
+    sop_logits = ops.cast(outputs["sop_logits"], "float32")
+    sop_labels = batch["sentence_order_label"]
+    sop_ce = ops.sparse_categorical_crossentropy(sop_labels, sop_logits, from_logits=True)
+    sop_hit = ops.cast(ops.equal(ops.argmax(sop_logits, axis=-1), ops.cast(sop_labels, "int32")), "float32")
+    return ops.stack(
+        [
+            ops.sum(weights * mlm_ce),
+            ops.sum(weights),
+            ops.sum(weights * mlm_hit),
+            ops.sum(sop_ce),
+            ops.sum(sop_hit),
+            ops.cast(ops.shape(sop_labels)[0], "float32"),
+        ]
+    )
+
+
+def pretraining_loss(sums, mlm_weight_total, global_batch_size):
+    """This batch's share of the global loss: MLM over the global weight sum + SOP over the global batch."""
+    return sums[0] / (mlm_weight_total + MLM_EPSILON) + sums[3] / global_batch_size
+
+
+def metrics(sums):
+    """The reported metrics from sums (numbers, e.g. totals over steps or an evaluation)."""
+    mlm_loss_sum, mlm_weight, mlm_correct, sop_loss_sum, sop_correct, examples = (float(x) for x in sums)
+    masked_lm_loss = mlm_loss_sum / (mlm_weight + MLM_EPSILON)
+    sentence_order_loss = sop_loss_sum / max(examples, 1.0)
+    return {
+        "loss": masked_lm_loss + sentence_order_loss,
+        "masked_lm_loss": masked_lm_loss,
+        "masked_lm_accuracy": mlm_correct / max(mlm_weight, MLM_EPSILON),
+        "sentence_order_loss": sentence_order_loss,
+        "sentence_order_accuracy": sop_correct / max(examples, 1.0),
+    }

@@ -1,0 +1,39 @@
+"""Model directories: save, load into a pretrainer or an encoder, and clear errors."""
+
+import numpy as np
+import pytest
+
+from albert_tf.checkpoints import model_dir
+from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
+
+SPM = "data/sample/spm_8k.model"
+
+
+def test_round_trip_gives_the_same_outputs(tmp_path):
+    config = tiny_config()
+    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+    features = random_features(config)
+    expected = pretrainer(features)
+    model_dir.save_model_dir(pretrainer, tmp_path, spm_model=SPM)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "albert_config.json",
+        "pretrainer.weights.h5",
+        "spm.model",
+    ]
+    loaded = model_dir.load_pretrainer(str(tmp_path))
+    got = loaded(features)
+    for name in ("mlm_logits", "sop_logits"):
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(expected[name]))
+    encoder = model_dir.load_encoder(str(tmp_path))
+    pooled = encoder({name: features[name] for name in ENCODER_INPUTS})["pooled_output"]
+    reference = pretrainer.encoder({name: features[name] for name in ENCODER_INPUTS})["pooled_output"]
+    np.testing.assert_array_equal(np.asarray(pooled), np.asarray(reference))
+    assert model_dir.spm_model_file(str(tmp_path)).endswith("spm.model")
+
+
+def test_a_folder_without_a_model_is_named(tmp_path):
+    with pytest.raises(
+        FileNotFoundError, match=f"{tmp_path} is not a model directory: it has no albert_config.json"
+    ):
+        model_dir.load_encoder(str(tmp_path))

@@ -1,0 +1,333 @@
+"""The pretraining loop and `python -m albert_tf.run_pretraining`, on tiny synthetic records.
+
+Records are written with TensorFlow's own tf.train.Example and TFRecordWriter (not our builder), with ids
+below the tiny vocabulary of 97.
+"""
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints import model_dir
+from albert_tf.data import features, pretraining_dataset
+from albert_tf.training import losses, pretraining
+from tests.helpers import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEQ, PREDICTIONS, VOCAB = 16, 3, 97
+
+
+def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS):
+    rng = np.random.default_rng(seed)
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(count):
+            length = int(rng.integers(8, seq + 1))
+            ids = np.zeros(seq, np.int64)
+            ids[:length] = rng.integers(5, VOCAB, size=length)
+            ids[0], ids[length - 1] = 2, 3
+            mask = (np.arange(seq) < length).astype(np.int64)
+            positions = np.sort(rng.choice(np.arange(1, length - 1), size=predictions, replace=False))
+            int64 = {
+                "input_ids": ids,
+                "input_mask": mask,
+                "segment_ids": ((np.arange(seq) >= length // 2) * mask).astype(np.int64),
+                "token_boundary": mask,
+                "masked_lm_positions": positions,
+                "masked_lm_ids": ids[positions],
+                "next_sentence_labels": [int(rng.integers(0, 2))],
+            }
+            feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in int64.items()}
+            weights = tf.train.FloatList(value=[1.0] * predictions)
+            feature["masked_lm_weights"] = tf.train.Feature(float_list=weights)
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("pretraining")
+    train = [str(directory / f"train-{i}.tfrecord") for i in range(2)]
+    for index, path in enumerate(train):
+        write_records(path, 48, seed=index)
+    write_records(str(directory / "eval.tfrecord"), 20, seed=9)
+    # Dropout on, so that resuming must restore the random draws too; comparisons of batch splits (replicas,
+    # micro-batches, XLA) use the config without dropout, as dropout masks depend on how a batch is split.
+    config, exact = str(directory / "albert_config.json"), str(directory / "no_dropout.json")
+    tiny_config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1).to_json_file(config)
+    tiny_config().to_json_file(exact)
+    train = ",".join(train)
+    return {"config": config, "exact": exact, "train": train, "eval": str(directory / "eval.tfrecord")}
+
+
+def settings(data, output_dir, **changes):
+    values = dict(
+        albert_config_file=data["config"],
+        input_file=data["train"],
+        eval_input_file=data["eval"],
+        output_dir=str(output_dir),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        train_batch_size=8,
+        eval_batch_size=4,
+        learning_rate=0.01,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        save_checkpoints_steps=3,
+        steps_per_loop=2,
+        log_every_steps=2,
+        shuffle_buffer_size=32,
+    )
+    values.update(changes)
+    return pretraining.PretrainingSettings(**values)
+
+
+def exact_settings(data, output_dir):
+    """A run whose result does not depend on how batches are split: no dropout. Its global gradient norm is
+    above 1 (checked below), so clipping binds and must act on the sum over replicas."""
+    return settings(
+        data, output_dir, albert_config_file=data["exact"], eval_input_file=None, optimizer="adamw"
+    )
+
+
+def flags_of(run_settings):
+    return [f"--{name}={value}" for name, value in vars(run_settings).items() if value is not None]
+
+
+def weights(directory):
+    """name → array of a model directory's weights file."""
+    arrays = {}
+    with h5py.File(os.path.join(directory, model_dir.WEIGHTS_FILE), "r") as file:
+        file.visititems(
+            lambda name, item: arrays.__setitem__(name, item[()]) if hasattr(item, "shape") else None
+        )
+    assert len(arrays) > 20
+    return arrays
+
+
+def assert_same_weights(a, b, atol=0.0):
+    first, second = weights(a), weights(b)
+    assert first.keys() == second.keys()
+    for name in first:
+        np.testing.assert_allclose(first[name], second[name], rtol=0, atol=atol, err_msg=name)
+
+
+def run_module(args, env=None, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_pretraining", *args],
+        cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+# In-process runs ------------------------------------------------------------------------------------------
+
+
+def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
+    results = pretraining.run(settings(data, tmp_path))
+    names = ("masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss", "sentence_order_accuracy")
+    assert set(results) == {*names, "global_step"}
+    assert results["global_step"] == 6
+    assert json.loads((tmp_path / "eval_results.json").read_text()) == pytest.approx(results)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("*.index")) == [
+        "ckpt-3.index",
+        "ckpt-6.index",
+    ]
+    assert list((tmp_path / "train").glob("events.out.tfevents.*")) and list(
+        (tmp_path / "eval").glob("events.*")
+    )
+    pretrainer = model_dir.load_pretrainer(str(tmp_path))
+    assert pretrainer.encoder.config.hidden_size == 14
+    # The loaded weights are the trained ones: evaluating the loaded model gives the run's loss.
+    loaded = np.asarray(pretrainer.masked_lm.output_bias)
+    assert np.abs(loaded).max() > 0  # zero-initialized, moved by training
+
+
+def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
+    pretraining.run(exact_settings(data, tmp_path / "one"))
+    pretraining.run(
+        dataclasses.replace(exact_settings(data, tmp_path / "two"), gradient_accumulation_steps=2)
+    )
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+
+
+def test_accumulation_must_divide_the_batch(data, tmp_path):
+    with pytest.raises(
+        ValueError, match="--train_batch_size=8 must be divisible .* --gradient_accumulation_steps=3"
+    ):
+        pretraining.run(settings(data, tmp_path, gradient_accumulation_steps=3))
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_mixed_precision_trains(data, tmp_path, precision):
+    results = pretraining.run(settings(data, tmp_path, mixed_precision=precision))
+    assert np.isfinite(results["masked_lm_loss"]) and results["masked_lm_loss"] < np.log(VOCAB) + 1
+
+
+def test_online_masking_trains_from_token_boundaries(data, tmp_path):
+    results = pretraining.run(settings(data, tmp_path, online_masking=True))
+    assert results["global_step"] == 6 and np.isfinite(results["masked_lm_loss"])
+
+
+def test_xla_gives_the_same_weights(data, tmp_path):
+    pretraining.run(exact_settings(data, tmp_path / "eager"))
+    pretraining.run(dataclasses.replace(exact_settings(data, tmp_path / "xla"), jit_compile=True))
+    assert_same_weights(tmp_path / "eager", tmp_path / "xla", atol=1e-5)
+
+
+def test_records_of_another_length_are_named_with_both_values(data, tmp_path):
+    path = str(tmp_path / "long.tfrecord")
+    write_records(path, 2, seed=3, seq=32)
+    expected = (
+        r"--input_file: .*long\.tfrecord was built with input_ids of length 32, but --max_seq_length=16"
+    )
+    with pytest.raises(ValueError, match=expected):
+        pretraining.run(settings(data, tmp_path / "out", input_file=path))
+    with pytest.raises(ValueError, match=r"--eval_input_file: .*masked_lm_positions of length 3, but "
+                       r"--max_predictions_per_seq=5"):  # fmt: skip
+        pretraining_dataset.check_records(data["eval"], SEQ, 5, "--eval_input_file")
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
+    run_settings = settings(data, tmp_path, optimizer="adamw", learning_rate=1e30, num_warmup_steps=0)
+    with pytest.raises(
+        pretraining.TrainingError, match=r"not finite at step \d+.*Last good checkpoint: none"
+    ):
+        pretraining.run(run_settings)
+    assert not (tmp_path / model_dir.WEIGHTS_FILE).exists()
+
+
+def test_init_checkpoint_starts_from_a_model_directory(data, tmp_path):
+    pretraining.run(settings(data, tmp_path / "first", eval_input_file=None))
+    run_ = pretraining.Pretraining(
+        settings(data, tmp_path / "second", init_checkpoint=str(tmp_path / "first"))
+    )
+    trained = model_dir.load_pretrainer(str(tmp_path / "first"))
+    for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
+    run_ = pretraining.Pretraining(exact_settings(data, tmp_path))
+    batch = next(iter(run_.strategy.distribute_datasets_from_function(run_._train_dataset)))
+    with tf.GradientTape() as tape:
+        outputs = run_.model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=True)
+        sums = losses.pretraining_sums(batch, outputs)
+        loss = losses.pretraining_loss(sums, tf.reduce_sum(batch["masked_lm_weights"]), 8.0)
+    assert float(tf.linalg.global_norm(tape.gradient(loss, run_.model.trainable_variables))) > 1.5
+
+
+# The command line, distribution and preemption (separate processes) ---------------------------------------
+
+
+@pytest.mark.slow
+def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
+    result = run_module(flags_of(settings(data, tmp_path)))
+    assert "run_pretraining: step 6/6 | loss " in result.stderr and "examples/s | ETA" in result.stderr
+    assert (tmp_path / "eval_results.json").exists()
+    typo = run_module([*flags_of(settings(data, tmp_path / "typo")), "--num_train_step=3"], check=False)
+    assert (
+        typo.returncode != 0
+        and "num_train_step" in typo.stderr
+        and "Unknown command line flag" in typo.stderr
+    )
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
+    run_settings = settings(data, tmp_path / "whole", num_train_steps=300, save_checkpoints_steps=4,
+                            steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
+    run_module(flags_of(run_settings))
+    interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    first = tmp_path / "killed" / "checkpoints" / "ckpt-8.index"
+    deadline = time.time() + 300
+    while not first.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "killed" / model_dir.WEIGHTS_FILE).exists(), "the run ended before it was killed"
+    resumed = run_module(interrupted)
+    assert "resumed from" in resumed.stderr
+    assert_same_weights(tmp_path / "whole", tmp_path / "killed")
+
+
+MIRRORED_SCRIPT = """
+import sys
+import albert_tf, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_tf import run_pretraining
+from absl import app
+sys.argv = ["run_pretraining", *sys.argv[1:]]
+app.run(run_pretraining.main)
+"""
+
+
+@pytest.mark.slow
+def test_mirrored_over_two_devices_matches_one_device(data, tmp_path):
+    base = exact_settings(data, tmp_path / "one")
+    run_module(flags_of(base))
+    two = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="mirrored"))
+    result = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT, *two], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for handle in sockets:
+        handle.bind(("127.0.0.1", 0))
+    ports = [handle.getsockname()[1] for handle in sockets]
+    for handle in sockets:
+        handle.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_multi_worker_on_loopback_matches_one_process(data, tmp_path):
+    # One file and no shuffling: the file is then split record by record between the workers (0, 2, 4, ... and
+    # 1, 3, 5, ...), so each step's global batch holds the records the single process batches together.
+    single_file = data["train"].split(",")[0]
+    base = dataclasses.replace(
+        exact_settings(data, tmp_path / "one"),
+        input_file=single_file,
+        shuffle_buffer_size=1,
+        eval_input_file=data["eval"],
+    )
+    run_module(flags_of(base))
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    args = flags_of(
+        dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
+    )
+    processes = []
+    for index in range(2):
+        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "albert_tf.run_pretraining", *args], cwd=ROOT,
+            env={**os.environ, "TF_CONFIG": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        ))  # fmt: skip
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, output[-3000:]
+    # Worker 0 wrote the model directory; worker 1 only its own checkpoints.
+    assert (tmp_path / "two" / "checkpoints" / "worker_1").is_dir()
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+    # Evaluation reads every held-out record once across the workers, as the single process does.
+    one, two = (json.loads((tmp_path / name / "eval_results.json").read_text()) for name in ("one", "two"))
+    assert one == pytest.approx(two, rel=1e-5)
