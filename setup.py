@@ -24,6 +24,8 @@ setup(
         "tensorboard",
         # TFRecord checksums for the pretraining-data builder, which runs without TensorFlow.
         "google-crc32c",
+        # Hugging Face weights (model.safetensors) for checkpoint conversion, read and written without torch.
+        "safetensors",
     ],
     extras_require={
         "test": ["pytest", "ruff"],

@@ -48,6 +48,9 @@ class AlbertConfig:
         sharing: str or None, default None. "all", "attention" (attention shared, FFN per layer),
             "ffn" (FFN shared, attention per layer) or "none"; replaces the group schedule, so it
             requires `num_hidden_groups=1`.
+        embedding_projection: bool or None, default None. Whether a dense E→H layer follows the
+            embeddings; None means "when E ≠ H", the original's rule. Hugging Face models always have
+            it, so converted ones set True to keep computing what their source computed.
 
     Example:
         >>> config = AlbertConfig.from_json_file("configs/albert_base.json")
@@ -70,6 +73,7 @@ class AlbertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     sharing: str | None = None
+    embedding_projection: bool | None = None
 
     def __post_init__(self):
         self._validate()
@@ -112,6 +116,15 @@ class AlbertConfig:
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"hidden_act={self.hidden_act!r} is not one of {', '.join(ACTIVATIONS)}")
+        if self.embedding_projection not in (None, True, False):
+            raise ValueError(
+                f"embedding_projection={self.embedding_projection!r} must be true, false or null"
+            )
+        if self.embedding_projection is False and self.embedding_size != self.hidden_size:
+            raise ValueError(
+                f"embedding_projection=false needs embedding_size == hidden_size, got "
+                f"{self.embedding_size} and {self.hidden_size}"
+            )
         if self.sharing is not None:
             if self.sharing not in SHARING_STRATEGIES:
                 raise ValueError(
@@ -124,6 +137,13 @@ class AlbertConfig:
                 )
 
     @property
+    def uses_embedding_projection(self) -> bool:
+        """Whether the encoder has the E→H projection (see `embedding_projection`)."""
+        if self.embedding_projection is None:
+            return self.embedding_size != self.hidden_size
+        return self.embedding_projection
+
+    @property
     def head_size(self) -> int:
         """Width of one attention head, `hidden_size // num_attention_heads`."""
         return self.hidden_size // self.num_attention_heads
@@ -133,10 +153,11 @@ class AlbertConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict; `sharing` is left out when unset, as in released files."""
+        """The config as a JSON-ready dict; our extra keys are left out when unset, as in released files."""
         values = dataclasses.asdict(self)
-        if values["sharing"] is None:
-            del values["sharing"]
+        for key in ("sharing", "embedding_projection"):
+            if values[key] is None:
+                del values[key]
         return values
 
     @classmethod

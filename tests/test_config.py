@@ -4,6 +4,7 @@ import os
 import pytest
 
 from albert_tf.config import AlbertConfig
+from tests.helpers import tiny_config
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs")
 SHIPPED = (
@@ -117,3 +118,14 @@ def test_file_errors_name_the_file(tmp_path):
     listed = write_json(tmp_path, [1, 2], "list.json")
     with pytest.raises(ValueError, match=r"list\.json: expected a JSON object"):
         AlbertConfig.from_json_file(listed)
+
+
+def test_embedding_projection_defaults_to_the_original_rule_and_can_be_forced():
+    assert not tiny_config(embedding_size=14).uses_embedding_projection
+    assert tiny_config().uses_embedding_projection
+    forced = tiny_config(embedding_size=14, embedding_projection=True)
+    assert forced.uses_embedding_projection
+    assert AlbertConfig.from_dict(forced.to_dict()) == forced
+    assert "embedding_projection" not in tiny_config().to_dict()
+    with pytest.raises(ValueError, match="embedding_projection=false needs embedding_size == hidden_size"):
+        tiny_config(embedding_projection=False)

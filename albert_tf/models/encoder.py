@@ -62,7 +62,7 @@ class AlbertEncoder(keras.Model):
             hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings,
             type_vocab_size=config.type_vocab_size,
-            use_projection=config.embedding_size != config.hidden_size,
+            use_projection=config.uses_embedding_projection,
             hidden_dropout_prob=config.hidden_dropout_prob,
             initializer_range=initializer_range,
             dtype=dtype,

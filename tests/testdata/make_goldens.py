@@ -1,9 +1,11 @@
-"""Writes tests/testdata/goldens_*.npz: ALBERT outputs computed by Hugging Face transformers (PyTorch).
+"""Writes tests/testdata/goldens_*.npz: ALBERT outputs computed by Hugging Face transformers (PyTorch),
+and tests/testdata/hf_*/: the same models as transformers saves them (config.json, model.safetensors).
 
 An independent implementation pins our numerics. For each config below the script draws deterministic
 weights keyed by the original TF1 variable names, loads them into `transformers.AlbertForPreTraining`,
 runs it in float64 on a small padded batch, and stores the weights, the inputs and the outputs.
-The test (tests/models/test_goldens.py) loads the same weights into our model by those names.
+The test (tests/models/test_goldens.py) loads the same weights into our model by those names; the
+checkpoint-conversion tests convert the hf_* directories and compare with the same outputs.
 
 Needs `pip install torch transformers` (not needed by CI: the .npz files are committed).
 Run from the repository root:  python tests/testdata/make_goldens.py
@@ -245,6 +247,7 @@ def main():
         }
         path = os.path.join(HERE, f"goldens_{name}.npz")
         np.savez_compressed(path, **arrays)
+        model.float().save_pretrained(os.path.join(HERE, f"hf_{name}"))
         print(f"wrote {path} (transformers {transformers.__version__}, torch {torch.__version__})")
 
 
