@@ -25,6 +25,21 @@ SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_exact", "relu", "tanh", "linear")
 
 
+# Original keys holding positive integers.
+POSITIVE_INT_KEYS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "inner_group_num",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class AlbertConfig:
     """Hyperparameters of an ALBERT (or BERT) encoder.
@@ -79,18 +94,7 @@ class AlbertConfig:
         self._validate()
 
     def _validate(self):
-        for key in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_hidden_groups",
-            "inner_group_num",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "type_vocab_size",
-        ):
+        for key in POSITIVE_INT_KEYS:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key}={value!r} must be a positive integer")

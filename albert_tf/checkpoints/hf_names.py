@@ -4,7 +4,7 @@ Hugging Face stores the original tensors under other names, torch Linear weights
 kernels are [in, out]), and always has `embedding_hidden_mapping_in`, even when E = H.
 """
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import POSITIVE_INT_KEYS, AlbertConfig
 
 # Hugging Face `hidden_act` → ours. Hugging Face's "gelu" is the exact (erf) GELU; the original ALBERT's
 # "gelu" is the tanh approximation, which Hugging Face calls "gelu_new" (and computes the same way under
@@ -28,18 +28,9 @@ TO_HF_ACTIVATIONS = {
 
 # Config keys shared by both formats.
 SHARED_CONFIG_KEYS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "inner_group_num",
-    "num_attention_heads",
-    "intermediate_size",
+    *POSITIVE_INT_KEYS,
     "hidden_dropout_prob",
     "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
     "initializer_range",
 )
 

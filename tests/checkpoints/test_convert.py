@@ -19,7 +19,7 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from albert_tf.checkpoints import convert, model_dir
-from tests.models.test_goldens import GOLDENS, load_golden
+from tests.models.test_goldens import GOLDENS, load_golden, pretrainer_outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTDATA = os.path.join(ROOT, "tests", "testdata")
@@ -49,15 +49,7 @@ def write_tf1_release(folder, name, drop=(), extra=None):
 def compute_outputs(directory, name):
     """Our outputs for golden `name`'s inputs, from a model directory."""
     _, inputs, _, _ = load_golden(name)
-    pretrainer = model_dir.load_pretrainer(directory)
-    encoded = pretrainer.encoder({k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")})
-    heads = pretrainer(inputs)
-    return {
-        "sequence_output": np.asarray(encoded["sequence_output"]),
-        "pooled_output": np.asarray(encoded["pooled_output"]),
-        "mlm_logits": np.asarray(heads["mlm_logits"]),
-        "sop_logits": np.asarray(heads["sop_logits"]),
-    }
+    return pretrainer_outputs(model_dir.load_pretrainer(directory), inputs)
 
 
 def outputs_in_child(jobs, tmp_path):

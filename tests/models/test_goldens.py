@@ -32,6 +32,11 @@ def compute_outputs(name):
     config, inputs, weights, _ = load_golden(name)
     pretrainer = AlbertPretrainer(AlbertEncoder(config))
     assign_tf1_weights(pretrainer, weights)
+    return pretrainer_outputs(pretrainer, inputs)
+
+
+def pretrainer_outputs(pretrainer, inputs):
+    """Encoder and head outputs of `pretrainer` for a golden's inputs, as arrays."""
     encoded = pretrainer.encoder({k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")})
     heads = pretrainer(inputs)
     return {
