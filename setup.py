@@ -26,6 +26,8 @@ setup(
         "google-crc32c",
         # Hugging Face weights (model.safetensors) for checkpoint conversion, read and written without torch.
         "safetensors",
+        # PredictionLog protos for the TF Serving warm-up requests the exporter writes.
+        "tensorflow-serving-api==2.21.*",
     ],
     extras_require={
         "test": ["pytest", "ruff"],

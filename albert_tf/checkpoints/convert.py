@@ -16,10 +16,10 @@ import tempfile
 
 import numpy as np
 
-from albert_tf.checkpoints import hf_names, model_dir
+from albert_tf.checkpoints import hf_names
 from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.config import AlbertConfig
-from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 
 TASK_HEADS_FILE = "task_heads.npz"
 OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")

@@ -75,6 +75,11 @@ class InGraphTokenizer(tf.Module):
             pieces = self.tokenize_pieces(texts)
             return tf.cast(self._sentencepiece.string_to_id(pieces), tf.int32)
 
+    def detokenize(self, ids):
+        """int32 RaggedTensor [batch, (ids)] → tf.string [batch], SentencePiece's decoding of the pieces."""
+        with tf.device("/CPU:0"):
+            return self._sentencepiece.detokenize(ids)
+
     def _split_digit_commas(self, pieces):
         """The digit-comma rule (see AlbertTokenizer.tokenize) on ragged pieces [batch, (pieces)]."""
         prefix = normalization.PIECE_PREFIX

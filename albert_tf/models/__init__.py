@@ -1,8 +1,19 @@
-"""ALBERT models: the encoder and the models that put heads on it."""
+"""ALBERT models: the encoder, the models that put heads on it, and model directories."""
 
+from albert_tf.models import model_dir
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.parameter_counts import parameter_counts
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.sharing import block_schedule
+from albert_tf.models.task_models import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler
 
-__all__ = ["AlbertEncoder", "AlbertPretrainer", "block_schedule", "parameter_counts"]
+__all__ = [
+    "AlbertClassifier",
+    "AlbertEncoder",
+    "AlbertMultipleChoice",
+    "AlbertPretrainer",
+    "AlbertSpanLabeler",
+    "block_schedule",
+    "model_dir",
+    "parameter_counts",
+]

@@ -5,10 +5,11 @@ import keras
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.models.encoder import AlbertEncoder
+from albert_tf.models.head_model import HeadModel
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(HeadModel):
     """ALBERT's pretraining model: masked-LM logits and sentence-order logits from a built encoder.
 
     The masked-LM head scores against the encoder's own word-embedding table (weight tying). The
@@ -59,16 +60,3 @@ class AlbertPretrainer(keras.Model):
         self.encoder = encoder
         self.masked_lm = masked_lm
         self.sentence_order = sentence_order
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

@@ -24,11 +24,10 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.atomic_file import write_atomically
-from albert_tf.checkpoints import model_dir
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features
 from albert_tf.data.pretraining_dataset import OnlineMasking, check_records, pretraining_dataset
-from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.training import distribution, losses
 from albert_tf.training.optimizers import create_optimizer
 from albert_tf.training.schedules import WarmupPolynomialDecay

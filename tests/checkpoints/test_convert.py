@@ -18,7 +18,8 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from albert_tf.checkpoints import convert, model_dir
+from albert_tf.checkpoints import convert
+from albert_tf.models import model_dir
 from tests.models.test_goldens import GOLDENS, load_golden, pretrainer_outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints import model_dir
 from albert_tf.data import features, pretraining_dataset
+from albert_tf.models import model_dir
 from albert_tf.training import losses, pretraining
 from tests.helpers import tiny_config
 

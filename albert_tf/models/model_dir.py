@@ -4,7 +4,8 @@ of fine-tuning and export).
 A model directory holds
     albert_config.json        the model's config (original keys),
     spm.model                 its SentencePiece model (absent when the run had none),
-    pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads).
+    pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
+    task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any.
 
     >>> encoder = load_encoder("runs/tiny")          # in a notebook
 """
@@ -13,12 +14,16 @@ import os
 import shutil
 import tempfile
 
+import keras
+
 from albert_tf.config import AlbertConfig
-from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from albert_tf.models.encoder import AlbertEncoder
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 CONFIG_FILE = "albert_config.json"
 SPM_FILE = "spm.model"
 WEIGHTS_FILE = "pretrainer.weights.h5"
+TASK_MODEL_FILE = "task_model.keras"
 
 
 def _require(directory, name):
@@ -63,6 +68,20 @@ def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
     if spm_model and os.path.abspath(spm_model) != os.path.abspath(os.path.join(directory, SPM_FILE)):
         _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
     _replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
+
+
+def save_task_model(model, directory):
+    """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
+    os.makedirs(directory, exist_ok=True)
+    _replace_with(os.path.join(directory, TASK_MODEL_FILE), model.save)
+
+
+def load_task_model(directory):
+    """The directory's fine-tuned task model."""
+    # Registers the task models' classes for deserialization (imported here: task_models imports us).
+    from albert_tf.models import task_models  # noqa: F401
+
+    return keras.saving.load_model(_require(directory, TASK_MODEL_FILE))
 
 
 def _replace_with(path, write):

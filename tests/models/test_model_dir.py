@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from albert_tf.checkpoints import model_dir
-from albert_tf.models import AlbertEncoder, AlbertPretrainer
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
 
 SPM = "data/sample/spm_8k.model"

@@ -1,0 +1,137 @@
+"""Fine-tuning models: an encoder with a task head, returning logits.
+
+- `AlbertClassifier`: sequence classification, or regression with `num_classes=1` (GLUE).
+- `AlbertSpanLabeler`: answer-span start/end logits (SQuAD v1.1), plus an answerability logit (v2.0).
+- `AlbertMultipleChoice`: one score per choice (RACE).
+
+As the original fine-tuning code: dropout 0.1 on the pooled output before the classifier, heads initialized
+from a truncated normal of stddev `initializer_range`. Logits are float32 under mixed precision. Each
+works with compile / fit / evaluate / predict and loads a pretrained model directory with
+`from_model_dir(directory, ...)`.
+"""
+
+import keras
+from keras import ops
+
+from albert_tf.models import model_dir
+from albert_tf.models.encoder import AlbertEncoder
+from albert_tf.models.head_model import HeadModel
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def _inputs(shape=(None,)):
+    return {name: keras.Input(shape=shape, dtype="int32", name=name) for name in ENCODER_INPUTS}
+
+
+def _dense(units, encoder, name):
+    return keras.layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range),
+        dtype="float32",  # logits in float32, also under a mixed policy
+        name=name,
+    )
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class MergeChoices(keras.layers.Layer):
+    """int [batch, choices, seq] → [batch * choices, seq] (sequence length known only at run time)."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_shape(self, shape):
+        return (None, shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class SplitChoices(keras.layers.Layer):
+    """float [batch * choices, 1] → [batch, choices]."""
+
+    def __init__(self, num_choices, **kwargs):
+        super().__init__(**kwargs)
+        self.num_choices = num_choices
+
+    def call(self, x):
+        return ops.reshape(x, (-1, self.num_choices))
+
+    def compute_output_shape(self, shape):
+        return (None, self.num_choices)
+
+    def get_config(self):
+        return {**super().get_config(), "num_choices": self.num_choices}
+
+
+class _TaskModel(HeadModel):
+    """Task models load a pretrained model directory."""
+
+    @classmethod
+    def from_model_dir(cls, directory, dtype=None, **head_arguments):
+        """This task model on the pretrained encoder of a model directory (heads freshly initialized)."""
+        return cls(model_dir.load_encoder(directory, dtype=dtype), **head_arguments)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(_TaskModel):
+    """Logits float32 [batch, num_classes] from the pooled output (num_classes=1: a regression score).
+
+    Inputs: the encoder's three int32 [batch, seq] inputs, as a dict.
+    """
+
+    def __init__(self, encoder: AlbertEncoder, num_classes, dropout_rate=0.1, **kwargs):
+        inputs = _inputs()
+        pooled = encoder(inputs)["pooled_output"]
+        pooled = keras.layers.Dropout(dropout_rate, name="dropout")(pooled)
+        logits = _dense(num_classes, encoder, "logits")(pooled)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+
+    def _head_config(self):
+        return {"num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertSpanLabeler(_TaskModel):
+    """Answer spans: start_logits and end_logits float32 [batch, seq] (padding gets -10000), and with
+    `answerability` (SQuAD v2.0) answerable_logits float32 [batch] from the pooled output."""
+
+    def __init__(self, encoder: AlbertEncoder, answerability=False, **kwargs):
+        inputs = _inputs()
+        encoded = encoder(inputs)
+        logits = _dense(2, encoder, "span_logits")(encoded["sequence_output"])  # [B, S, 2]
+        padding = (1.0 - ops.cast(inputs["input_mask"], "float32")) * -10000.0
+        outputs = {"start_logits": logits[..., 0] + padding, "end_logits": logits[..., 1] + padding}
+        if answerability:
+            pooled = keras.layers.Dropout(0.1, name="dropout")(encoded["pooled_output"])
+            outputs["answerable_logits"] = _dense(1, encoder, "answerable_logits")(pooled)[:, 0]
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        self.answerability = answerability
+
+    def _head_config(self):
+        return {"answerability": self.answerability}
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertMultipleChoice(_TaskModel):
+    """Scores float32 [batch, num_choices]: each choice's pooled output through one shared dense unit.
+
+    Inputs: the encoder's three inputs shaped int32 [batch, num_choices, seq].
+    """
+
+    def __init__(self, encoder: AlbertEncoder, num_choices, dropout_rate=0.1, **kwargs):
+        inputs = _inputs((num_choices, None))
+        merge = MergeChoices(name="merge_choices")
+        flat = {name: merge(value) for name, value in inputs.items()}
+        pooled = keras.layers.Dropout(dropout_rate, name="dropout")(encoder(flat)["pooled_output"])
+        scores = _dense(1, encoder, "choice_logits")(pooled)  # [B * C, 1]
+        scores = SplitChoices(num_choices, name="split_choices")(scores)
+        super().__init__(inputs=inputs, outputs=scores, **kwargs)
+        self.encoder = encoder
+        self.num_choices = num_choices
+        self.dropout_rate = dropout_rate
+
+    def _head_config(self):
+        return {"num_choices": self.num_choices, "dropout_rate": self.dropout_rate}

@@ -1,0 +1,1 @@
+"""Serving: SavedModels with in-graph tokenization for TF Serving (see export.py)."""

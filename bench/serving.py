@@ -1,0 +1,157 @@
+r"""Raw-text inference through exported models: albert_tf's SavedModel against keras-hub's
+`AlbertTextClassifier` exported with its preprocessor, and Hugging Face's tokenizer + PyTorch
+`AlbertForSequenceClassification`, in one run.
+
+    pip install -e ".[bench]" && pip install torch transformers
+    python bench/serving.py                 # ALBERT-base shapes, seq 128, 2 classes
+    python bench/serving.py --iterations=3  # a quick look
+
+All three get the same ALBERT-base architecture (random weights: speed does not depend on them), the sample
+SentencePiece model (data/sample/spm_8k.model), sentence pairs from the sample corpus, sequence length 128,
+float32 on the CPU. Measured: batch-32 throughput (texts/s) and batch-1 latency (p50, p99), text in,
+probabilities out, tokenization included. Ours and keras-hub's run as SavedModels loaded in this process.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SEQ = 128
+
+
+def sample_pairs(count):
+    lines = []
+    with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
+        for line in file:
+            if line.strip():
+                lines.append(line.strip())
+            if len(lines) >= 2 * count:
+                break
+    return lines[0::2], lines[1::2]
+
+
+def base_config():
+    from albert_tf.config import AlbertConfig
+
+    return AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
+
+
+def ours(folder):
+    import tensorflow as tf
+
+    from albert_tf.models import AlbertClassifier, AlbertEncoder
+    from albert_tf.serving.export import export_saved_model
+
+    model = AlbertClassifier(AlbertEncoder(base_config()), num_classes=2)
+    path = export_saved_model(model, SPM, os.path.join(folder, "ours", "1"), "classifier", SEQ, pair=True)
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    return lambda a, b: signature(text=tf.constant(a), text_b=tf.constant(b))["probabilities"].numpy()
+
+
+def keras_hub_peer(folder):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    c = base_config()
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=c.vocab_size, num_layers=c.num_hidden_layers, num_heads=c.num_attention_heads,
+        embedding_dim=c.embedding_size, hidden_dim=c.hidden_size, intermediate_dim=c.intermediate_size,
+        max_sequence_length=c.max_position_embeddings,
+    )  # fmt: skip
+    preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
+        keras_hub.models.AlbertTokenizer(proto=SPM), sequence_length=SEQ
+    )
+    classifier = keras_hub.models.AlbertTextClassifier(backbone, num_classes=2, preprocessor=None)
+    archive = keras.export.ExportArchive()
+    archive.track(classifier)
+    archive.track(preprocessor)
+
+    def serve(text, text_b):
+        logits = classifier(preprocessor((text, text_b)), training=False)
+        return keras.ops.softmax(logits)
+
+    archive.add_endpoint("serve", serve, input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+    path = os.path.join(folder, "keras_hub", "1")
+    archive.write_out(path, verbose=False)
+    loaded = tf.saved_model.load(path)
+    return lambda a, b: loaded.serve(tf.constant(a), tf.constant(b)).numpy()
+
+
+def pytorch_peer():
+    # transformers' SentencePiece conversion parses the model's protobuf with generated code that the
+    # protobuf runtime TensorFlow brings rejects; the pure-Python protobuf runtime reads it.
+    os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    c = base_config()
+    config = transformers.AlbertConfig(
+        **{k: getattr(c, k) for k in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+                                      "num_attention_heads", "intermediate_size", "max_position_embeddings")},
+        hidden_act="gelu_new", num_labels=2,
+    )  # fmt: skip
+    model = transformers.AlbertForSequenceClassification(config).eval()
+    tokenizer = transformers.AlbertTokenizer(vocab_file=SPM)
+
+    def run(a, b):
+        inputs = tokenizer(a, b, padding="max_length", truncation=True, max_length=SEQ, return_tensors="pt")
+        with torch.inference_mode():
+            return torch.softmax(model(**inputs).logits, -1).numpy()
+
+    return run
+
+
+def measure(run, pairs, iterations):
+    """(texts/s at batch 32, p50 ms at batch 1, p99 ms at batch 1)."""
+    a, b = pairs
+    run(a[:32], b[:32])
+    run(a[:1], b[:1])  # warm-up: tracing, first-call allocations
+    started = time.perf_counter()
+    for i in range(iterations):
+        run(a[32 * i : 32 * (i + 1)], b[32 * i : 32 * (i + 1)])
+    throughput = 32 * iterations / (time.perf_counter() - started)
+    latencies = []
+    for i in range(max(20, 4 * iterations)):
+        started = time.perf_counter()
+        run(a[i : i + 1], b[i : i + 1])
+        latencies.append(1000 * (time.perf_counter() - started))
+    latencies.sort()
+    return (
+        throughput,
+        statistics.median(latencies),
+        latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=8, help="Batches of 32 timed.")
+    args = parser.parse_args()
+    pairs = sample_pairs(32 * args.iterations + 40)
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, build in (("albert_tf", ours), ("keras_hub", keras_hub_peer)):
+            results[name] = measure(build(folder), pairs, args.iterations)
+    results["pytorch"] = measure(pytorch_peer(), pairs, args.iterations)
+    print(f"ALBERT-base classifier, raw text pairs, seq {SEQ}, float32, CPU ({os.cpu_count()} cores)")
+    print(f"{'model':<12}{'batch-32 texts/s':>18}{'batch-1 p50 ms':>16}{'p99 ms':>10}")
+    for name, (rate, p50, p99) in results.items():
+        print(f"{name:<12}{rate:>18.1f}{p50:>16.1f}{p99:>10.1f}")
+    ours_rate, ours_p50, _ = results["albert_tf"]
+    print(f"throughput vs keras_hub: {ours_rate / results['keras_hub'][0]:.2f}x (target 1.3x)")
+    print(f"p50 latency vs keras_hub: {ours_p50 / results['keras_hub'][1]:.2f}x (target 0.8x or less)")
+    print(f"throughput vs pytorch: {ours_rate / results['pytorch'][0]:.2f}x (target 1.2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

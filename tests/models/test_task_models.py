@@ -1,0 +1,66 @@
+"""Task models: shapes, padding, training, saving, and loading from a model directory."""
+
+import keras
+import numpy as np
+import pytest
+
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf.models.task_models import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler
+from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
+
+
+def features(batch_size=4, seed=0):
+    values = random_features(tiny_config(), batch_size=batch_size, seed=seed)
+    return {name: values[name] for name in ENCODER_INPUTS}
+
+
+def test_classifier_fits_and_reloads(tmp_path):
+    model = AlbertClassifier(AlbertEncoder(tiny_config()), num_classes=3)
+    x = features(8)
+    y = np.arange(8) % 3
+    assert model(x).shape == (8, 3)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(True)
+    )
+    history = model.fit(x, y, epochs=15, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0] * 0.5
+    model.save(tmp_path / "classifier.keras")
+    reloaded = keras.saving.load_model(tmp_path / "classifier.keras")
+    np.testing.assert_allclose(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)
+
+
+def test_span_labeler_masks_padding_and_scores_answerability():
+    model = AlbertSpanLabeler(AlbertEncoder(tiny_config()), answerability=True)
+    x = features(2)
+    out = model(x)
+    assert out["start_logits"].shape == (2, 7) and out["answerable_logits"].shape == (2,)
+    padded = np.asarray(out["end_logits"])[1, -2:]  # the last sequence ends in 2 pads
+    assert (padded < -9000).all() and (np.asarray(out["end_logits"])[0] > -9000).all()
+
+
+def test_multiple_choice_scores_each_choice_with_the_same_weights():
+    model = AlbertMultipleChoice(AlbertEncoder(tiny_config()), num_choices=4)
+    x = {name: np.stack([features(4, seed)[name] for seed in (1, 2)]) for name in ENCODER_INPUTS}
+    scores = np.asarray(model(x, training=False))
+    assert scores.shape == (2, 4)
+    # Choice 0 of example 1, scored alone, gets the same score.
+    alone = AlbertMultipleChoice(model.encoder, num_choices=1)
+    alone.get_layer("choice_logits").set_weights(model.get_layer("choice_logits").get_weights())
+    single = {name: value[1:2, 0:1] for name, value in x.items()}
+    np.testing.assert_allclose(np.asarray(alone(single, training=False))[0, 0], scores[1, 0], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "cls,arguments",
+    [
+        (AlbertClassifier, {"num_classes": 2}),
+        (AlbertSpanLabeler, {}),
+        (AlbertMultipleChoice, {"num_choices": 2}),
+    ],
+)
+def test_from_model_dir_uses_the_pretrained_encoder(tmp_path, cls, arguments):
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
+    model_dir.save_model_dir(pretrainer, tmp_path)
+    model = cls.from_model_dir(str(tmp_path), **arguments)
+    for ours, pretrained in zip(model.encoder.weights, pretrainer.encoder.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(pretrained))
