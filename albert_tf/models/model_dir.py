@@ -5,7 +5,8 @@ A model directory holds
     albert_config.json        the model's config (original keys),
     spm.model                 its SentencePiece model (absent when the run had none),
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
-    task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any.
+    task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any;
+                              fine-tuning writes config, spm.model and this only (the encoder is in it).
 
     >>> encoder = load_encoder("runs/tiny")          # in a notebook
 """
@@ -68,6 +69,15 @@ def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
     if spm_model and os.path.abspath(spm_model) != os.path.abspath(os.path.join(directory, SPM_FILE)):
         _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
     _replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
+
+
+def copy_config_and_spm(source, directory):
+    """Starts a model directory for a model fine-tuned from `source`: its config and SentencePiece model."""
+    os.makedirs(directory, exist_ok=True)
+    load_config(source).to_json_file(os.path.join(directory, CONFIG_FILE))
+    spm = spm_model_file(source)
+    if spm and os.path.abspath(spm) != os.path.abspath(os.path.join(directory, SPM_FILE)):
+        _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm, path))
 
 
 def save_task_model(model, directory):

@@ -17,7 +17,8 @@ Signatures (see DESIGN.md, "Serving contract"):
 
 The graph holds TensorFlow core ops and tensorflow-text ops that exist in tensorflow-text 2.12 (what the
 stock model server links), with the tokenizer pinned to the CPU. Text is tokenized exactly as
-`AlbertTokenizer` does (ALBERT normalization and digit-comma rule), truncated to max_seq_length.
+`AlbertTokenizer` does (ALBERT normalization and digit-comma rule), truncated to max_seq_length and padded
+only to the longest text of the batch (a short request computes less; real tokens' outputs do not change).
 """
 
 import os
@@ -63,7 +64,10 @@ class _ServingModule(tf.Module):
     def _pack(self, text, text_b=None):
         with tf.device("/CPU:0"):
             ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
-            return self.tokenizer.pack(self.tokenizer.tokenize(text), ids_b, self.max_seq_length)
+            # Padded to the batch's longest text, not to max_seq_length: a short request computes less.
+            return self.tokenizer.pack(
+                self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_seq_length=False
+            )
 
     def _run(self, features):
         """The model's outputs for packed ids, named for serving (float32)."""
@@ -101,9 +105,7 @@ class _ServingModule(tf.Module):
         count = tf.shape(choices)[1]
         repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
         features = self._pack(repeated, tf.reshape(choices, [-1]))
-        features = {
-            k: tf.reshape(v, [-1, self.num_choices, self.max_seq_length]) for k, v in features.items()
-        }
+        features = {k: tf.reshape(v, [-1, self.num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
         return self._run(features)
 
     def _best_span(self, outputs, features):

@@ -111,8 +111,10 @@ def test_in_graph_preprocessing_gives_the_python_tokenizer_ids(exports):
     got = preprocess(text=tf.constant(lines), text_b=tf.constant(pairs))
     for index, (a, b) in enumerate(zip(lines, pairs, strict=True)):
         packed = python.pack(a, b, SEQ)
-        assert list(got["input_word_ids"][index].numpy()) == packed.input_word_ids, (a, b)
-        assert list(got["input_type_ids"][index].numpy()) == packed.input_type_ids, (a, b)
+        width = got["input_word_ids"].shape[1]  # the longest packed pair: the rest of SEQ is padding
+        assert packed.input_word_ids[width:] == [0] * (SEQ - width)
+        assert list(got["input_word_ids"][index].numpy()) == packed.input_word_ids[:width], (a, b)
+        assert list(got["input_type_ids"][index].numpy()) == packed.input_type_ids[:width], (a, b)
 
 
 FRESH = """
@@ -159,8 +161,21 @@ def test_fresh_process_with_only_tensorflow_gives_the_keras_outputs(exports, tmp
     features = packed_features([python.pack(a, None, SEQ) for a in texts])
     pooled = np.asarray(models["encoder"][0](features)["pooled_output"])
     np.testing.assert_allclose(got["encoder/pooled_output"], pooled, atol=1e-5)
-    assert got["encoder/sequence_output"].shape == (len(texts), SEQ, 14)  # long text truncated to SEQ
+    assert got["encoder/sequence_output"].shape == (len(texts), SEQ, 14)  # the long text, truncated to SEQ
     assert not got["classifier/empty"].any() and not got["encoder/empty"].any()
+
+
+def test_short_requests_are_padded_to_their_longest_text_only(exports):
+    _, models, paths = exports
+    texts = ["a short one", "shorter"]
+    out = tf.saved_model.load(paths["encoder"]).signatures["serving_default"](text=tf.constant(texts))
+    python = AlbertTokenizer(SPM)
+    longest = max(len(python.encode(text)) for text in texts) + 2
+    assert out["sequence_output"].shape == (2, longest, 14)
+    features = packed_features([python.pack(text, None, SEQ) for text in texts])
+    expected = models["encoder"][0](features)
+    np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(out["sequence_output"], expected["sequence_output"][:, :longest], atol=1e-5)
 
 
 def test_classify_api_and_warmup_requests(exports):
