@@ -91,7 +91,8 @@ def load_task_model(directory):
     # Registers the task models' classes for deserialization (imported here: task_models imports us).
     from albert_tf.models import task_models  # noqa: F401
 
-    return keras.saving.load_model(_require(directory, TASK_MODEL_FILE))
+    # Not compiled: the optimizer it was trained with is not needed to predict or export.
+    return keras.saving.load_model(_require(directory, TASK_MODEL_FILE), compile=False)
 
 
 def _replace_with(path, write):

@@ -88,13 +88,12 @@ class _ServingModule(tf.Module):
         return self._pack(text, text_b)
 
     def serving_default(self, text, text_b=None):
+        features = self._pack(text, text_b)
         if self.task == "pretraining":
-            features = self._pack(text, text_b)
             # The sentence-order head needs no masked positions: ask for position 0.
             features["masked_lm_positions"] = tf.zeros([tf.shape(text)[0], 1], tf.int32)
-            out = self._run(features)
-            return {"sop_logits": out["sop_logits"], "sop_probabilities": tf.nn.softmax(out["sop_logits"])}
-        features = self._pack(text, text_b)
+            sop_logits = self._run(features)["sop_logits"]
+            return {"sop_logits": sop_logits, "sop_probabilities": tf.nn.softmax(sop_logits)}
         outputs = self._run(features)
         if self.task == "span":
             outputs.update(self._best_span(outputs, features))

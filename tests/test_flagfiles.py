@@ -1,4 +1,4 @@
-"""configs/pretrain/*.flags: every flag is one run_pretraining defines; the paper's recipe where it says so;
+"""configs/*/*.flags: each parses with its entry point's own flags; the paper's recipes where they say so;
 and the README's quick start runs end to end."""
 
 import json
@@ -23,18 +23,19 @@ PAPER = {
 
 
 PARSE = """
-import json, sys
-from albert_tf import run_pretraining
-flags = run_pretraining.FLAGS
-flags(["run_pretraining", f"--flagfile={sys.argv[1]}", "--input_file=given", "--output_dir=given"])
+import importlib, json, sys
+module = importlib.import_module(f"albert_tf.{sys.argv[1]}")
+flags = module.FLAGS
+flags([sys.argv[1], f"--flagfile={sys.argv[2]}", *sys.argv[3:]])
 print(json.dumps({name: flags[name].serialize().partition("=")[2] for name in flags if flags[name].present}))
 """
 
 
-def parse(name):
-    """The flag values run_pretraining's own absl parser reads from configs/pretrain/NAME.flags."""
-    path = f"configs/pretrain/{name}.flags"
-    result = subprocess.run([sys.executable, "-c", PARSE, path], cwd=ROOT, capture_output=True, text=True)
+def parse(name, entry_point="run_pretraining", folder="pretrain", required=("--input_file=given",)):
+    """The flag values an entry point's own absl parser reads from configs/FOLDER/NAME.flags."""
+    path = f"configs/{folder}/{name}.flags"
+    command = [sys.executable, "-c", PARSE, entry_point, path, *required, "--output_dir=given"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -46,6 +47,27 @@ def test_flagfile_parses_and_names_existing_files(name):
     if name != "tiny":
         assert {k: values[k] for k in PAPER} == PAPER
     assert values["albert_config_file"] == f"configs/albert_{name}.json"
+
+
+# Paper Table 14: learning rate, batch, training steps, warmup steps.
+FINETUNE = {
+    "cola": ("1e-05", "16", "5336", "320"),
+    "sts-b": ("2e-05", "16", "3598", "214"),
+    "sst-2": ("1e-05", "32", "20935", "1256"),
+    "mnli": ("3e-05", "128", "10000", "1000"),
+    "qnli": ("1e-05", "32", "33112", "1986"),
+    "qqp": ("5e-05", "128", "14000", "1000"),
+    "rte": ("3e-05", "32", "800", "200"),
+    "mrpc": ("2e-05", "32", "800", "200"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FINETUNE))
+def test_finetune_flagfiles_parse_with_the_paper_settings(name):
+    values = parse(name, "run_classifier", "finetune", ("--model_dir=given", "--data_dir=given"))
+    keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step")
+    assert tuple(values[k] for k in keys) == FINETUNE[name]
+    assert values["task_name"] == name and values["max_seq_length"] == "512"
 
 
 def test_tiny_flagfile_points_at_bundled_files():

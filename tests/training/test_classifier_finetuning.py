@@ -1,0 +1,78 @@
+"""run_classifier end to end on a small SST-2-format dataset built from the sample corpus."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from tests.helpers import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A tiny model directory and an SST-2 folder whose label is told by the first word of each text."""
+    base = tmp_path_factory.mktemp("classifier")
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), base / "model", SPM
+    )
+    with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
+        sentences = [line.strip().replace("\t", " ") for line in file if len(line.split()) > 3][:240]
+    glue = base / "SST-2"
+    glue.mkdir()
+    for name, part in (
+        ("train.tsv", sentences[:160]),
+        ("dev.tsv", sentences[160:200]),
+        ("test.tsv", sentences[200:]),
+    ):
+        rows = []
+        for index, sentence in enumerate(part):
+            label = index % 2
+            text = f"{'splendid' if label else 'dreadful'} {sentence}"
+            rows.append(f"{index}\t{text}" if name == "test.tsv" else f"{text}\t{label}")
+        header = "index\tsentence" if name == "test.tsv" else "sentence\tlabel"
+        (glue / name).write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return base
+
+
+def run(setup, output, *extra):
+    return subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
+         f"--data_dir={setup / 'SST-2'}", f"--model_dir={setup / 'model'}", f"--output_dir={output}",
+         "--max_seq_length=16",
+         "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=0.0005", "--train_step=80",
+         "--warmup_step=6", "--save_checkpoints_steps=20", *extra],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
+    result = run(setup, tmp_path / "out", "--do_predict")
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert set(results) == {"accuracy", "global_step"} and results["accuracy"] > 0.8, results
+    assert result.stderr.count("run_classifier: step ") == 4
+    model = model_dir.load_task_model(str(tmp_path / "out"))
+    assert model.num_classes == 2
+    predictions = (tmp_path / "out" / "test_results.tsv").read_text().splitlines()
+    assert predictions[0] == "index\tprediction" and len(predictions) == 41
+
+
+def test_bad_label_names_file_and_line(setup, tmp_path):
+    folder = tmp_path / "SST-2"
+    folder.mkdir()
+    (folder / "train.tsv").write_text("sentence\tlabel\nfine\t1\nodd\tpositive\n", encoding="utf-8")
+    (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={folder}",
+         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "train.tsv:3: label 'positive' is not one of 0, 1" in result.stderr
