@@ -165,9 +165,13 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
     return examples, tuple(labels)
 
 
-def classification_dataset(examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345):
-    """(features, label) batches for `model.fit`: in-graph tokenization, packed and padded to seq_length.
+def classification_dataset(
+    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32
+):
+    """(features, label) batches for `model.fit`: in-graph tokenization, packed, truncated to seq_length.
 
+    Each batch is padded to its longest example rounded up to a multiple of `pad_to_multiple` (at most
+    seq_length): short texts compute less, and few distinct shapes are traced. None pads to seq_length.
     Training data is shuffled (all examples, reshuffled each epoch) and batches are full; evaluation keeps
     the order and the last partial batch. Labels: int32 class index, or float32 for regression.
     """
@@ -189,7 +193,18 @@ def classification_dataset(examples, spm_model_file, seq_length, batch_size, is_
 
     def encode(batch):
         text_b = tokenizer.tokenize(batch["text_b"]) if pair else None
-        features = tokenizer.pack(tokenizer.tokenize(batch["text_a"]), text_b, seq_length)
+        text_a = tokenizer.tokenize(batch["text_a"])
+        if pad_to_multiple is None:
+            features = tokenizer.pack(text_a, text_b, seq_length)
+        else:
+            features = tokenizer.pack(text_a, text_b, seq_length, pad_to_seq_length=False)
+            width = tf.shape(features["input_word_ids"])[1]
+            target = tf.minimum(
+                (width + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple, seq_length
+            )
+            features = {
+                name: tf.pad(value, [[0, 0], [0, target - width]]) for name, value in features.items()
+            }
         return (features, batch["label"]) if "label" in batch else features
 
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

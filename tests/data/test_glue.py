@@ -94,3 +94,16 @@ def test_dataset_packs_like_the_python_tokenizer():
     np.testing.assert_array_equal(labels, [1, 0])
     training = glue.classification_dataset(examples * 3, SPM, seq_length=16, batch_size=4, is_training=True)
     assert [int(f["input_word_ids"].shape[0]) for f, _ in training] == [4]  # full batches only
+
+
+def test_batches_are_padded_to_their_longest_example_in_steps():
+    short = [glue.Example("Dull.", "Meh", 0)] * 2
+    features, _ = next(
+        iter(glue.classification_dataset(short, SPM, seq_length=128, batch_size=2, pad_to_multiple=8))
+    )
+    longest = len(AlbertTokenizer(SPM).encode("Dull.")) + len(AlbertTokenizer(SPM).encode("Meh")) + 3
+    assert features["input_word_ids"].shape == (2, 8) and longest <= 8
+    fixed, _ = next(
+        iter(glue.classification_dataset(short, SPM, seq_length=128, batch_size=2, pad_to_multiple=None))
+    )
+    assert fixed["input_word_ids"].shape == (2, 128)
