@@ -16,14 +16,12 @@ two; the best round of each is reported.
 import argparse
 import os
 import sys
-import time
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+import albert_tf  # noqa: F401  (before TensorFlow: albert_tf's CPU defaults apply at its import)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from serving import SEQ, SPM, base_config, sample_pairs  # noqa: E402  (also loads SentencePiece first)
+from rounds import best_round_seconds  # noqa: E402
+from serving import SEQ, SPM, base_config, keras_hub_parts, sample_pairs  # noqa: E402  (loads SentencePiece first)
 
 
 def ours(pairs, batch_size):
@@ -46,15 +44,7 @@ def keras_hub_peer(pairs, batch_size):
     import keras_hub
     import tensorflow as tf
 
-    c = base_config()
-    backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=c.vocab_size, num_layers=c.num_hidden_layers, num_heads=c.num_attention_heads,
-        embedding_dim=c.embedding_size, hidden_dim=c.hidden_size, intermediate_dim=c.intermediate_size,
-        max_sequence_length=c.max_position_embeddings,
-    )  # fmt: skip
-    preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
-        keras_hub.models.AlbertTokenizer(proto=SPM), sequence_length=SEQ
-    )
+    backbone, preprocessor = keras_hub_parts()
     model = keras_hub.models.AlbertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
     labels = [i % 2 for i in range(len(pairs[0]))]
     dataset = (
@@ -74,14 +64,7 @@ def main():
     args = parser.parse_args()
     pairs = sample_pairs(512)
     runners = {"albert_tf": ours(pairs, args.batch_size), "keras_hub": keras_hub_peer(pairs, args.batch_size)}
-    for run in runners.values():
-        run(2)  # warm-up: tracing and compilation
-    best = {name: float("inf") for name in runners}
-    for _ in range(args.rounds):
-        for name, run in runners.items():
-            started = time.perf_counter()
-            run(args.steps)
-            best[name] = min(best[name], time.perf_counter() - started)
+    best = best_round_seconds(runners, args.rounds, args.steps)
     rates = {name: args.steps * args.batch_size / seconds for name, seconds in best.items()}
     print(f"ALBERT-base classifier fine-tuning, seq {SEQ}, batch {args.batch_size}, float32, CPU")
     for name, rate in rates.items():

@@ -19,9 +19,10 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from rounds import best_round_seconds  # bench/ is on sys.path when a bench script runs
+
+import albert_tf  # noqa: F401  (before TensorFlow: albert_tf's CPU defaults apply at its import)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "data", "sample", "records", "train.tfrecord.gz")
@@ -30,8 +31,7 @@ SEQ, PREDICTIONS = 128, 20
 
 def train_step_flops(batch_size):
     """Matrix-multiply FLOPs of one ALBERT-base training step (3x the forward; see bench/train_step.py)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import train_step
+    import train_step  # bench/ is on sys.path when a bench script runs
 
     return train_step.train_step_flops(train_step.albert_base(), batch_size, SEQ, PREDICTIONS)
 
@@ -122,14 +122,7 @@ def main():
         # Ours set the global dtype policy (float32 or mixed_bfloat16): keras-hub is built under the same.
         runners["keras_hub"] = keras_hub_peer(args.batch_size)
         runners["keras_hub_no_xla"] = keras_hub_peer(args.batch_size, jit_compile=False)
-        for run in runners.values():
-            run(2)  # warm-up: tracing and compilation
-        best = {name: float("inf") for name in runners}
-        for _ in range(args.rounds):
-            for name, run in runners.items():
-                started = time.perf_counter()
-                run(args.steps)
-                best[name] = min(best[name], time.perf_counter() - started)
+        best = best_round_seconds(runners, args.rounds, args.steps)
 
     rates = {name: args.steps * args.batch_size / seconds for name, seconds in best.items()}
     print(

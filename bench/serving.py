@@ -71,10 +71,9 @@ def ours(folder):
     return lambda a, b: signature(text=tf.constant(a), text_b=tf.constant(b))["probabilities"].numpy()
 
 
-def keras_hub_peer(folder):
-    import keras
+def keras_hub_parts():
+    """keras-hub's ALBERT-base backbone and its text-classifier preprocessor (seq 128, the sample model)."""
     import keras_hub
-    import tensorflow as tf
 
     c = base_config()
     backbone = keras_hub.models.AlbertBackbone(
@@ -85,6 +84,15 @@ def keras_hub_peer(folder):
     preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
         keras_hub.models.AlbertTokenizer(proto=SPM), sequence_length=SEQ
     )
+    return backbone, preprocessor
+
+
+def keras_hub_peer(folder):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    backbone, preprocessor = keras_hub_parts()
     classifier = keras_hub.models.AlbertTextClassifier(backbone, num_classes=2, preprocessor=None)
     classifier(preprocessor(x=(tf.constant(["a"]), tf.constant(["b"]))))  # builds both before export
     archive = keras.export.ExportArchive()

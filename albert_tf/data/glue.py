@@ -129,7 +129,8 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
 
     Args:
       labels: the label set, in index order; None: the sorted labels found in the file.
-      text, text_b, label: column (CSV) or key (JSONL) names; text_b None for single texts.
+      text, text_b, label: column (CSV) or key (JSONL) names; text_b None for single texts, label None
+        for unlabelled files (test sets).
 
     Returns:
       (examples, labels).
@@ -152,6 +153,9 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
         missing = [key for key in keys if not isinstance(row, dict) or row.get(key) is None]
         if missing:
             raise DataError(f"{path}:{number}: missing {', '.join(missing)}")
+    if label is None:
+        examples = [Example(str(row[text]), str(row[text_b]) if text_b else None, None) for _, row in rows]
+        return examples, tuple(labels or ())
     if labels is None:
         labels = tuple(sorted({str(row[label]) for _, row in rows}))
     examples = [

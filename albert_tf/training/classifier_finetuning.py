@@ -119,7 +119,9 @@ class ClassifierRun:
         files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
         labels, splits = s.labels, {}
         for split, path in files.items():
-            if path and (split != "test" or s.do_predict):
+            if path and split == "test" and s.do_predict:
+                splits[split], _ = glue.read_text_classification(path, labels=labels, label=None)
+            elif path and split != "test":
                 splits[split], labels = glue.read_text_classification(path, labels=labels)
         return labels, splits
 

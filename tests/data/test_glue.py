@@ -79,6 +79,8 @@ def test_csv_and_jsonl_text_classification(tmp_path):
     (tmp_path / "b.jsonl").write_text('{"text": "x", "label": "pos"}\n{"text": "y"}\n', encoding="utf-8")
     with pytest.raises(glue.DataError, match=r"b\.jsonl:2: missing label"):
         glue.read_text_classification(str(tmp_path / "b.jsonl"))
+    unlabelled, _ = glue.read_text_classification(str(tmp_path / "b.jsonl"), label=None)
+    assert unlabelled == [glue.Example("x", None, None), glue.Example("y", None, None)]
     with pytest.raises(glue.DataError, match=r"a\.csv:3: label 'neg' is not one of pos"):
         glue.read_text_classification(str(tmp_path / "a.csv"), labels=("pos",))
 
