@@ -245,7 +245,7 @@ def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
-    run_settings = settings(data, tmp_path / "whole", num_train_steps=300, save_checkpoints_steps=4,
+    run_settings = settings(data, tmp_path / "whole", num_train_steps=1000, save_checkpoints_steps=4,
                             steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
     run_module(flags_of(run_settings))
     interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
