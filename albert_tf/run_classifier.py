@@ -40,18 +40,21 @@ flags.DEFINE_integer("seed", 12345, "Seed of initialization, shuffling and dropo
 flags.mark_flags_as_required(["task_name", "model_dir", "output_dir"])
 
 
-def main(argv):
+def main(argv, run=None):
+    """Parses the flags into settings and runs `run` (default: classifier fine-tuning)."""
     del argv
     from albert_tf.data.glue import DataError
     from albert_tf.training import classifier_finetuning
+
+    run = run or classifier_finetuning.run
 
     fields = classifier_finetuning.ClassifierSettings.__dataclass_fields__
     values = {name: FLAGS[name].value for name in fields}
     values["labels"] = tuple(values["labels"]) if values["labels"] else None
     try:
-        classifier_finetuning.run(classifier_finetuning.ClassifierSettings(**values))
+        run(classifier_finetuning.ClassifierSettings(**values))
     except (DataError, ValueError, FileNotFoundError) as error:
-        print(f"run_classifier: error: {error}", file=sys.stderr)
+        print(f"{sys.argv[0].rsplit('/', 1)[-1].removesuffix('.py')}: error: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -70,6 +70,12 @@ def test_finetune_flagfiles_parse_with_the_paper_settings(name):
     assert values["task_name"] == name and values["max_seq_length"] == "512"
 
 
+def test_race_flagfile_parses_with_the_paper_settings():
+    values = parse("race", "run_race", "finetune", ("--model_dir=given", "--data_dir=given"))
+    keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step")
+    assert tuple(values[k] for k in keys) == ("2e-05", "32", "12000", "1000")
+
+
 def test_tiny_flagfile_points_at_bundled_files():
     lines = (ROOT / "configs" / "pretrain" / "tiny.flags").read_text().splitlines()
     values = dict(line.removeprefix("--").split("=", 1) for line in lines if line.startswith("--"))

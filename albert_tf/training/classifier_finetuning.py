@@ -89,16 +89,24 @@ class ClassifierRun:
         self.spm = model_dir.spm_model_file(s.model_dir)
         if not self.spm:
             raise FileNotFoundError(f"{s.model_dir} has no spm.model")
-        num_classes = 1 if self.regression else len(self.labels)
-        self.model = AlbertClassifier.from_model_dir(
-            s.model_dir, num_classes=num_classes, dropout_rate=s.dropout_rate
-        )
+        positions = model_dir.load_config(s.model_dir).max_position_embeddings
+        if s.max_seq_length > positions:
+            raise ValueError(
+                f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
+            )
+        self.model = self._build_model()
         schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
         if self.regression:
             loss = keras.losses.MeanSquaredError()
         else:
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         self.model.compile(optimizer=AdamWeightDecay(schedule), loss=loss, jit_compile=s.jit_compile)
+
+    def _build_model(self):
+        num_classes = 1 if self.regression else len(self.labels)
+        return AlbertClassifier.from_model_dir(
+            self.settings.model_dir, num_classes=num_classes, dropout_rate=self.settings.dropout_rate
+        )
 
     def _read(self):
         s = self.settings
@@ -186,9 +194,9 @@ def _features_only(features, label):
     return features
 
 
-def run(settings: ClassifierSettings):
+def run(settings: ClassifierSettings, job_class=ClassifierRun):
     """Trains (do_train), evaluates (do_eval: eval_results.json) and predicts (do_predict)."""
-    job = ClassifierRun(settings)
+    job = job_class(settings)
     best = job.train(log=lambda line: print(line, file=sys.stderr, flush=True)) if settings.do_train else None
     results = None
     if settings.do_eval:

@@ -76,3 +76,9 @@ def test_bad_label_names_file_and_line(setup, tmp_path):
     )  # fmt: skip
     assert result.returncode == 1
     assert "train.tsv:3: label 'positive' is not one of 0, 1" in result.stderr
+
+
+def test_sequence_longer_than_the_model_is_refused(setup, tmp_path):
+    result = run(setup, tmp_path / "out", "--max_seq_length=17")
+    assert result.returncode == 1
+    assert "--max_seq_length=17 exceeds the model's max_position_embeddings=16" in result.stderr

@@ -1,0 +1,25 @@
+"""Fine-tunes ALBERT on RACE (multiple-choice reading comprehension).
+
+    python -m albert_tf.run_race --flagfile=configs/finetune/race.flags --data_dir=RACE \
+        --model_dir=models/albert_base --output_dir=runs/race
+
+The flags are run_classifier's (task_name defaults to race); --data_dir holds RACE's train/, dev/ and test/
+folders, each with high/ and middle/. See albert_tf/training/race_finetuning.py.
+"""
+
+from absl import app, flags
+
+from albert_tf import run_classifier  # defines the flags
+
+FLAGS = flags.FLAGS
+FLAGS.set_default("task_name", "race")
+
+
+def main(argv):
+    from albert_tf.training import race_finetuning
+
+    return run_classifier.main(argv, run=race_finetuning.run)
+
+
+if __name__ == "__main__":
+    app.run(main)

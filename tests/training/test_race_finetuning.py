@@ -1,0 +1,44 @@
+"""run_race end to end on a few RACE-format files."""
+
+import json
+import os
+import subprocess
+import sys
+
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from tests.helpers import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+
+
+def test_run_race_trains_evaluates_and_predicts(tmp_path):
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), tmp_path / "model", SPM
+    )
+    for split in ("train", "dev", "test"):
+        for level in ("high", "middle"):
+            folder = tmp_path / "RACE" / split / level
+            folder.mkdir(parents=True)
+            record = {
+                "id": f"{level}1.txt",
+                "article": "The library opens at nine. Readers borrow books there.",
+                "questions": ["When does the library open?", "Readers _ books."],
+                "options": [["at nine", "at ten", "never", "noon"], ["burn", "borrow", "eat", "hide"]],
+                "answers": ["A", "B"],
+            }
+            (folder / "1.txt").write_text(json.dumps(record), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_race", f"--data_dir={tmp_path / 'RACE'}",
+         f"--model_dir={tmp_path / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
+         "--train_batch_size=2", "--eval_batch_size=4", "--train_step=4", "--warmup_step=1",
+         "--save_checkpoints_steps=2", "--do_predict"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert set(results) == {"accuracy", "global_step"} and 0 <= results["accuracy"] <= 1
+    predictions = (tmp_path / "out" / "test_results.tsv").read_text().split()
+    assert len(predictions) == 2 + 2 * 4 and set(predictions[2::2]) == {"0", "1", "2", "3"}
+    assert set(predictions[3::2]) <= set("ABCD")
+    assert model_dir.load_task_model(str(tmp_path / "out")).num_choices == 4
