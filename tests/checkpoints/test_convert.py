@@ -109,7 +109,7 @@ def test_hugging_face_output_matches_what_transformers_saves(converted, name):
     theirs = load_file(os.path.join(TESTDATA, f"hf_{name}", "model.safetensors"))
     assert {k: v.shape for k, v in ours.items()} == {k: v.shape for k, v in theirs.items()}
     for key in theirs:
-        np.testing.assert_allclose(ours[key], theirs[key], rtol=0, atol=1e-6, err_msg=key)
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
     with open(base / f"to_hf_{name}" / "config.json") as file:
         our_config = json.load(file)
     with open(os.path.join(TESTDATA, f"hf_{name}", "config.json")) as file:
