@@ -1,18 +1,47 @@
-"""Writing a file so that readers see the old content or the new, never half of it."""
+"""Writing files and folders so that readers see the old content or the new, never half of it."""
 
 import os
+import shutil
 import tempfile
+
+
+def replace_with(path, write):
+    """Calls write(temporary path) in path's folder, then renames the result over path.
+
+    The temporary name ends like `path` (Keras insists on ".weights.h5" and ".keras" endings).
+    """
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=f"-{name}")
+    os.close(descriptor)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
 
 
 def write_atomically(path, data):
     """Writes bytes to path through a temporary file in the same folder, then renames it over path."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
+
+    def write(temporary):
+        with open(temporary, "wb") as file:
             file.write(data)
-        os.replace(temporary, path)
+
+    replace_with(path, write)
+
+
+def publish_directory(path, write):
+    """Calls write(temporary folder) next to path, then renames the folder to path (which must not exist)."""
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    try:
+        write(temporary)
+        os.rename(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        shutil.rmtree(temporary, ignore_errors=True)
         raise
+    return path

@@ -12,10 +12,10 @@ import glob
 import json
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
+from albert_tf.atomic_file import publish_directory
 from albert_tf.checkpoints import hf_names
 from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.config import AlbertConfig
@@ -41,11 +41,11 @@ class Conversion:
     notes: list[str]
 
 
-def _load(
-    config: AlbertConfig, weights: dict[str, np.ndarray], source: str
-) -> tuple[AlbertPretrainer, list[str]]:
-    """A pretrainer with `weights` (TF1 names); absent pretraining heads keep their initialization."""
-    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+def _load(pretrainer: AlbertPretrainer, weights: dict[str, np.ndarray], source: str) -> list[str]:
+    """Assigns `weights` (TF1 names) to `pretrainer`; absent pretraining heads keep their initialization.
+
+    Returns the notes to report.
+    """
     variables = tf1_variable_map(pretrainer)
     notes, weights = [], dict(weights)
     for prefix, label in PRETRAINING_HEADS.items():
@@ -64,7 +64,7 @@ def _load(
         assign_tf1_weights(pretrainer, weights)
     except ValueError as error:
         raise ConversionError(f"{source}: {error}") from None
-    return pretrainer, notes
+    return notes
 
 
 # TF1 --------------------------------------------------------------------------------------------------------
@@ -112,7 +112,8 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
     config = AlbertConfig.from_json_file(config_file)
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
-    known = set(tf1_variable_map(AlbertPretrainer(AlbertEncoder(config))))
+    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+    known = set(tf1_variable_map(pretrainer))
     weights, task_heads, unused = {}, {}, []
     for name in sorted(shapes):
         if name == "global_step" or name.endswith(OPTIMIZER_SUFFIXES):
@@ -123,7 +124,7 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
             task_heads[name] = reader.get_tensor(name)
         else:
             unused.append(name)
-    pretrainer, notes = _load(config, weights, prefix)
+    notes = _load(pretrainer, weights, prefix)
     if unused:
         notes.append(
             f"{prefix}: variables not converted (neither model weights nor optimizer state): "
@@ -221,7 +222,8 @@ def from_hf(directory) -> Conversion:
         decoder, tensors["albert.embeddings.word_embeddings.weight"]
     ):
         raise ConversionError(f"{directory}: predictions.decoder.weight is not tied to the word embeddings")
-    pretrainer, notes = _load(config, weights, directory)
+    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+    notes = _load(pretrainer, weights, directory)
     if unused:
         notes.append(f"{directory}: tensors not converted: {', '.join(unused)}")
     return Conversion(pretrainer, _only_file(directory, "spiece.model"), task_heads, notes)
@@ -232,18 +234,9 @@ def from_hf(directory) -> Conversion:
 
 def _publish(output_dir, write):
     """Calls write(temporary folder), then renames the folder to output_dir (which must not exist)."""
-    output_dir = os.path.abspath(output_dir)
     if os.path.exists(output_dir):
-        raise ConversionError(f"{output_dir} already exists; choose a new --output_dir")
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.tmp-")
-    try:
-        write(temporary)
-        os.rename(temporary, output_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
+        raise ConversionError(f"{os.path.abspath(output_dir)} already exists; choose a new --output_dir")
+    publish_directory(output_dir, write)
 
 
 def write_model_dir(conversion: Conversion, output_dir):

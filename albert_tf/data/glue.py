@@ -197,18 +197,7 @@ def classification_dataset(
 
     def encode(batch):
         text_b = tokenizer.tokenize(batch["text_b"]) if pair else None
-        text_a = tokenizer.tokenize(batch["text_a"])
-        if pad_to_multiple is None:
-            features = tokenizer.pack(text_a, text_b, seq_length)
-        else:
-            features = tokenizer.pack(text_a, text_b, seq_length, pad_to_seq_length=False)
-            width = tf.shape(features["input_word_ids"])[1]
-            target = tf.minimum(
-                (width + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple, seq_length
-            )
-            features = {
-                name: tf.pad(value, [[0, 0], [0, target - width]]) for name, value in features.items()
-            }
+        features = tokenizer.pack(tokenizer.tokenize(batch["text_a"]), text_b, seq_length, pad_to_multiple)
         return (features, batch["label"]) if "label" in batch else features
 
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -113,17 +113,18 @@ class InGraphTokenizer(tf.Module):
         replaced = tf.gather(tf.concat([singles, parts.with_row_splits_dtype(tf.int64)], axis=0), rows_out)
         return pieces.with_flat_values(replaced).merge_dims(-2, -1)
 
-    def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_seq_length=True):
+    def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_multiple=None):
         """`[CLS] A [SEP] (B [SEP])` from int32 ragged ids [batch, (len)], trimmed to seq_length and padded.
 
         Trimming is the original's (longer segment first, ties trim B), in closed form.
 
         Args:
-          pad_to_seq_length: pad every row to seq_length; if False, only to the batch's longest packed row
-            (the outputs of real tokens are the same; short requests cost less).
+          pad_to_multiple: None pads every row to seq_length; an int pads only to the batch's longest packed
+            row rounded up to a multiple of it (at most seq_length): the outputs of real tokens are the same,
+            short batches cost less, and few distinct widths means few traced shapes.
 
         Returns:
-          dict of int32 [batch, seq_length (or the longest row)]: input_word_ids, input_mask, input_type_ids.
+          dict of int32 [batch, width]: input_word_ids, input_mask, input_type_ids.
         """
         length_a = tf.cast(ids_a.row_lengths(), tf.int32)
         cls, sep = self._column(self.cls_id, length_a), self._column(self.sep_id, length_a)
@@ -142,11 +143,12 @@ class InGraphTokenizer(tf.Module):
         types = [tf.zeros_like(p) for p in first] + [tf.ones_like(p) for p in second]
         word_ids = tf.concat(pieces, axis=1)
         type_ids = tf.concat(types, axis=1)
-        if pad_to_seq_length:
+        if pad_to_multiple is None:
             shape = [None, seq_length]
         else:
             # The longest row, at least [CLS] [SEP] even for a batch of zero (the pooler reads position 0).
             width = tf.reduce_max(tf.concat([[2], tf.cast(word_ids.row_lengths(), tf.int32)], axis=0))
+            width = tf.minimum((width + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple, seq_length)
             shape = tf.stack([tf.cast(word_ids.nrows(), tf.int32), width])
         return {
             "input_word_ids": word_ids.to_tensor(0, shape=shape),

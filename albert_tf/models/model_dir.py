@@ -13,10 +13,10 @@ A model directory holds
 
 import os
 import shutil
-import tempfile
 
 import keras
 
+from albert_tf.atomic_file import replace_with
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -67,8 +67,8 @@ def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
     os.makedirs(directory, exist_ok=True)
     pretrainer.encoder.config.to_json_file(os.path.join(directory, CONFIG_FILE))
     if spm_model and os.path.abspath(spm_model) != os.path.abspath(os.path.join(directory, SPM_FILE)):
-        _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
-    _replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
+        replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
+    replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
 
 
 def copy_config_and_spm(source, directory):
@@ -77,13 +77,13 @@ def copy_config_and_spm(source, directory):
     load_config(source).to_json_file(os.path.join(directory, CONFIG_FILE))
     spm = spm_model_file(source)
     if spm and os.path.abspath(spm) != os.path.abspath(os.path.join(directory, SPM_FILE)):
-        _replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm, path))
+        replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm, path))
 
 
 def save_task_model(model, directory):
     """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
     os.makedirs(directory, exist_ok=True)
-    _replace_with(os.path.join(directory, TASK_MODEL_FILE), model.save)
+    replace_with(os.path.join(directory, TASK_MODEL_FILE), model.save)
 
 
 def load_task_model(directory):
@@ -93,18 +93,3 @@ def load_task_model(directory):
 
     # Not compiled: the optimizer it was trained with is not needed to predict or export.
     return keras.saving.load_model(_require(directory, TASK_MODEL_FILE), compile=False)
-
-
-def _replace_with(path, write):
-    """Calls write(temporary path) in path's folder, then renames the result over path."""
-    folder, name = os.path.split(path)
-    # Keras insists on the ".weights.h5" ending, so the temporary name keeps the file's suffix.
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".tmp-{os.getpid()}-", suffix=f"-{name}")
-    os.close(descriptor)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise

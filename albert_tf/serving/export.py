@@ -22,12 +22,12 @@ only to the longest text of the batch (a short request computes less; real token
 """
 
 import os
-import shutil
-import tempfile
 
 import tensorflow as tf
 
+from albert_tf.atomic_file import publish_directory
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
+from albert_tf.serving import warmup
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
 MAX_ANSWER_TOKENS = 30
@@ -66,7 +66,7 @@ class _ServingModule(tf.Module):
             ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
             # Padded to the batch's longest text, not to max_seq_length: a short request computes less.
             return self.tokenizer.pack(
-                self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_seq_length=False
+                self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_multiple=1
             )
 
     def _run(self, features):
@@ -248,22 +248,15 @@ def export_saved_model(
         raise ValueError(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(export_dir)}.tmp-")
-    try:
-        options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
-        tf.saved_model.save(module, temporary, signatures=signatures, options=options)
-        methods = {"classify": CLASSIFY_METHOD, "regress": REGRESS_METHOD}
-        _finish_proto(temporary, {name: method for name, method in methods.items() if name in signatures})
-        from albert_tf.serving import warmup
 
-        warmup.write_warmup_requests(temporary, task, pair, warmup_texts, num_choices)
-        os.rename(temporary, export_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    return export_dir
+    def write(folder):
+        options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+        tf.saved_model.save(module, folder, signatures=signatures, options=options)
+        methods = {"classify": CLASSIFY_METHOD, "regress": REGRESS_METHOD}
+        _finish_proto(folder, {name: method for name, method in methods.items() if name in signatures})
+        warmup.write_warmup_requests(folder, task, pair, warmup_texts, num_choices)
+
+    return publish_directory(export_dir, write)
 
 
 def model_max_positions(model):
