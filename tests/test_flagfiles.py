@@ -2,7 +2,6 @@
 and the README's quick start runs end to end."""
 
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -76,6 +75,21 @@ def test_race_flagfile_parses_with_the_paper_settings():
     assert tuple(values[k] for k in keys) == ("2e-05", "32", "12000", "1000")
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("squad-v1.1", ("5e-05", "48", "3649", "365", "384")),
+        ("squad-v2.0", ("3e-05", "48", "8144", "814", "512")),
+    ],
+)
+def test_squad_flagfiles_parse_with_the_paper_settings(name, expected):
+    values = parse(name, "run_squad", "finetune", ("--model_dir=given",))
+    keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step", "max_seq_length")
+    assert tuple(values[k] for k in keys) == expected
+    assert values["doc_stride"] == "128" and values["max_query_length"] == "64"
+    assert ("version_2_with_negative" in values) == (name == "squad-v2.0")
+
+
 def test_tiny_flagfile_points_at_bundled_files():
     lines = (ROOT / "configs" / "pretrain" / "tiny.flags").read_text().splitlines()
     values = dict(line.removeprefix("--").split("=", 1) for line in lines if line.startswith("--"))
@@ -84,13 +98,9 @@ def test_tiny_flagfile_points_at_bundled_files():
 
 
 @pytest.mark.slow
-def test_quick_start_runs_and_the_loss_falls(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_pretraining", "--flagfile=configs/pretrain/tiny.flags",
-         f"--output_dir={tmp_path}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, env=dict(os.environ),
-    )  # fmt: skip
+def test_quick_start_runs_and_the_loss_falls(quick_start):
+    result, output = quick_start
     assert result.returncode == 0, result.stderr[-3000:]
     losses = [float(x) for x in re.findall(r"\| loss ([0-9.]+) \|", result.stderr)]
     assert len(losses) == 12 and losses[-1] < losses[0] - 2.0, losses
-    assert (tmp_path / "eval_results.json").exists() and (tmp_path / "spm.model").exists()
+    assert (output / "eval_results.json").exists() and (output / "spm.model").exists()

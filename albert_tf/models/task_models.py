@@ -95,23 +95,41 @@ class AlbertClassifier(_TaskModel):
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertSpanLabeler(_TaskModel):
     """Answer spans: start_logits and end_logits float32 [batch, seq] (padding gets -10000), and with
-    `answerability` (SQuAD v2.0) answerable_logits float32 [batch] from the pooled output."""
+    `answerability` (SQuAD v2.0) answerable_logits float32 [batch].
 
-    def __init__(self, encoder: AlbertEncoder, answerability=False, **kwargs):
+    The answerability head is the original v2.0 model's answer classifier (from XLNet): the sequence output
+    averaged under the start probabilities (the state of the likely answer start) next to the [CLS] state,
+    through a tanh layer of the hidden size, dropout, and one unit. Reading the likely start lets it learn
+    from token features, which a fresh head on the pooled [CLS] output alone can take long to.
+    """
+
+    def __init__(self, encoder: AlbertEncoder, answerability=False, dropout_rate=0.1, **kwargs):
         inputs = _inputs()
-        encoded = encoder(inputs)
-        logits = _dense(2, encoder, "span_logits")(encoded["sequence_output"])  # [B, S, 2]
+        sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
+        logits = _dense(2, encoder, "span_logits")(sequence)  # [B, S, 2]
         padding = (1.0 - ops.cast(inputs["input_mask"], "float32")) * -10000.0
         outputs = {"start_logits": logits[..., 0] + padding, "end_logits": logits[..., 1] + padding}
         if answerability:
-            pooled = keras.layers.Dropout(0.1, name="dropout")(encoded["pooled_output"])
-            outputs["answerable_logits"] = _dense(1, encoder, "answerable_logits")(pooled)[:, 0]
+            start_probabilities = ops.cast(ops.softmax(outputs["start_logits"], axis=-1), sequence.dtype)
+            start_state = ops.einsum("bs,bsh->bh", start_probabilities, sequence)
+            states = ops.concatenate([start_state, sequence[:, 0]], axis=-1)  # [B, 2H]
+            hidden = keras.layers.Dense(
+                encoder.config.hidden_size,
+                activation="tanh",
+                kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=encoder.config.initializer_range
+                ),
+                name="answer_class_dense",
+            )(states)
+            hidden = keras.layers.Dropout(dropout_rate, name="dropout")(hidden)
+            outputs["answerable_logits"] = _dense(1, encoder, "answerable_logits")(hidden)[:, 0]
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.encoder = encoder
         self.answerability = answerability
+        self.dropout_rate = dropout_rate
 
     def _head_config(self):
-        return {"answerability": self.answerability}
+        return {"answerability": self.answerability, "dropout_rate": self.dropout_rate}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -127,7 +145,7 @@ class AlbertMultipleChoice(_TaskModel):
         flat = {name: merge(value) for name, value in inputs.items()}
         pooled = keras.layers.Dropout(dropout_rate, name="dropout")(encoder(flat)["pooled_output"])
         scores = _dense(1, encoder, "choice_logits")(pooled)  # [B * C, 1]
-        scores = SplitChoices(num_choices, name="split_choices")(scores)
+        scores = SplitChoices(num_choices, dtype="float32", name="split_choices")(scores)  # float32 scores
         super().__init__(inputs=inputs, outputs=scores, **kwargs)
         self.encoder = encoder
         self.num_choices = num_choices

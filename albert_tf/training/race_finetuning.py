@@ -8,19 +8,21 @@ do_predict, test_results.tsv (the predicted letters).
 
 from albert_tf.data import race
 from albert_tf.models import AlbertMultipleChoice
-from albert_tf.training import classifier_finetuning
+from albert_tf.training import classifier_finetuning, finetuning
 
 
 class RaceRun(classifier_finetuning.ClassifierRun):
     """The classifier run with RACE's reader, pipeline and multiple-choice model."""
 
+    name = "run_race"
+
     def _read(self):
         s = self.settings
         if not s.data_dir:
             raise ValueError("--data_dir is required: the RACE folder with train/, dev/ and test/")
+        self.labels = tuple(race.LETTERS)
         wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
-        splits = {split: race.read_race(s.data_dir, split) for split, on in wanted.items() if on}
-        return tuple(race.LETTERS), splits
+        return {split: race.read_race(s.data_dir, split) for split, on in wanted.items() if on}
 
     def _build_model(self):
         return AlbertMultipleChoice.from_model_dir(
@@ -36,4 +38,4 @@ class RaceRun(classifier_finetuning.ClassifierRun):
 
 
 def run(settings):
-    return classifier_finetuning.run(settings, job_class=RaceRun)
+    return finetuning.run(settings, RaceRun)

@@ -64,3 +64,38 @@ def test_from_model_dir_uses_the_pretrained_encoder(tmp_path, cls, arguments):
     model = cls.from_model_dir(str(tmp_path), **arguments)
     for ours, pretrained in zip(model.encoder.weights, pretrainer.encoder.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(pretrained))
+
+
+def _task(name, config):
+    """(model, inputs, targets, compile losses) of a tiny batch for each task model."""
+    x = features(4)
+    sparse = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    if name == "classifier":
+        return AlbertClassifier(AlbertEncoder(config), num_classes=3), x, np.arange(4) % 3, sparse
+    if name == "span":
+        y = {"start_logits": np.array([1, 2, 0, 3]), "end_logits": np.array([2, 4, 0, 3]),
+             "answerable_logits": np.array([1.0, 1.0, 0.0, 1.0], np.float32)}  # fmt: skip
+        losses = {"start_logits": sparse, "end_logits": sparse,
+                  "answerable_logits": keras.losses.BinaryCrossentropy(from_logits=True)}  # fmt: skip
+        return AlbertSpanLabeler(AlbertEncoder(config), answerability=True), x, y, losses
+    choices = {name: np.stack([features(4, seed)[name] for seed in (1, 2, 3)], axis=1) for name in x}
+    return AlbertMultipleChoice(AlbertEncoder(config), num_choices=3), choices, np.arange(4) % 3, sparse
+
+
+@pytest.mark.parametrize("name", ["classifier", "span", "multiple_choice"])
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_fit_evaluate_predict_with_xla_and_mixed_precision(name, policy, tmp_path):
+    keras.config.set_dtype_policy(policy)
+    model, x, y, losses = _task(name, tiny_config())
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=losses, jit_compile=True)
+    history = model.fit(x, y, epochs=12, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0] * 0.7
+    assert np.isfinite(model.evaluate(x, y, verbose=0)).all()
+    predicted = model.predict(x, verbose=0)
+    for value in keras.tree.flatten(predicted):
+        assert value.dtype == np.float32 and np.isfinite(value).all()  # logits in float32 under bfloat16
+    model.save(tmp_path / "task.keras")
+    reloaded = keras.saving.load_model(tmp_path / "task.keras")
+    again = keras.tree.flatten(reloaded.predict(x, verbose=0))
+    for ours, theirs in zip(again, keras.tree.flatten(predicted), strict=True):
+        np.testing.assert_array_equal(ours, theirs)

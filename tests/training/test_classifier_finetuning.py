@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
@@ -18,6 +19,7 @@ SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
 def setup(tmp_path_factory):
     """A tiny model directory and an SST-2 folder whose label is told by the first word of each text."""
     base = tmp_path_factory.mktemp("classifier")
+    keras.utils.set_random_seed(5)  # module fixtures run before the per-test seeding
     model_dir.save_model_dir(
         AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), base / "model", SPM
     )
@@ -45,8 +47,8 @@ def run(setup, output, *extra):
         [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
          f"--data_dir={setup / 'SST-2'}", f"--model_dir={setup / 'model'}", f"--output_dir={output}",
          "--max_seq_length=16",
-         "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=0.0005", "--train_step=80",
-         "--warmup_step=6", "--save_checkpoints_steps=20", *extra],
+         "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=0.0005", "--train_step=120",
+         "--warmup_step=6", "--save_checkpoints_steps=30", *extra],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
 
@@ -71,7 +73,7 @@ def test_bad_label_names_file_and_line(setup, tmp_path):
     (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n", encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={folder}",
-         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}"],
+         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16"],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 1

@@ -1,0 +1,328 @@
+"""SQuAD v1.1 / v2.0 JSON → examples → windowed features → tf.data, and predicted logits → answer text.
+
+    examples = read_squad("train-v1.1.json")
+    features = squad_features(examples, AlbertTokenizer("spm.model"), seq_length=384, doc_stride=128)
+    dataset = span_dataset(features, batch_size=48, is_training=True)
+    ...
+    answers = answer_texts(examples, features, model.predict(span_dataset(features, 64)))
+
+As the original ALBERT/BERT SQuAD code: `[CLS] question [SEP] context window [SEP]`, the question cut to
+`max_query_length` tokens, the context split into windows of what is left, `doc_stride` tokens apart; a
+token's answer scores count only in the window where it has the most context on both sides. A window that
+does not hold the answer (and every window of an unanswerable v2.0 question) targets [CLS] (position 0)
+and, for the answerability head, 0.
+
+Each context token keeps the character span of the text it came from, so a predicted span maps back to the
+original context (case, accents and spacing as written). The context is split on whitespace and each word
+tokenized alone: SentencePiece never joins pieces across whitespace, so the ids are those of the whole text.
+"""
+
+import dataclasses
+import json
+import logging
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.data.glue import DataError
+from albert_tf.data.normalization import PIECE_PREFIX
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question on one context.
+
+    answers: the gold answer texts (dev sets list several; () for an unanswerable v2.0 question, or when
+      the file gives none: questions to predict).
+    answer_start: character offset in context of the answer trained on (the first one), or None.
+    """
+
+    qas_id: str
+    question: str
+    context: str
+    answers: tuple
+    answer_start: int | None
+    is_impossible: bool = False
+
+
+def read_squad(path):
+    """Examples of a SQuAD v1.1 or v2.0 JSON file, in file order.
+
+    An answer whose text is not in the context (neither at its answer_start nor anywhere else) cannot be
+    trained on or scored: such answers are counted and reported in one warning, and a question left with no
+    answer is skipped. A question listed with no answers at all is kept (a file to predict).
+    """
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}:{error.lineno}: not SQuAD JSON ({error.msg})") from None
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise DataError(f'{path}: expected an object with a "data" list (the SQuAD format)')
+    examples, unfound = [], []
+    for article in data["data"]:
+        for paragraph in article.get("paragraphs", ()):
+            context = _field(paragraph, "context", path, f"a paragraph of {article.get('title', '?')!r}")
+            for qa in _field(paragraph, "qas", path, "a paragraph"):
+                qas_id = str(_field(qa, "id", path, "a question"))
+                question = _field(qa, "question", path, f"question {qas_id}")
+                impossible = bool(qa.get("is_impossible", False))
+                texts, start = [], None
+                for answer in () if impossible else _field(qa, "answers", path, f"question {qas_id}"):
+                    text = _field(answer, "text", path, f"an answer of question {qas_id}")
+                    offset = _locate(context, text, answer.get("answer_start", 0))
+                    if offset is None:
+                        unfound.append(qas_id)
+                        continue
+                    texts.append(text)
+                    start = offset if start is None else start
+                if impossible or texts or not qa["answers"]:  # no answers given: a question to predict
+                    examples.append(SquadExample(qas_id, question, context, tuple(texts), start, impossible))
+    if unfound:
+        logging.warning(
+            "%s: skipped %d answer(s) whose text is not in the context (questions left without an answer "
+            "are skipped too), e.g. in question(s) %s",
+            path, len(unfound), ", ".join(sorted(set(unfound))[:5]),
+        )  # fmt: skip
+    return examples
+
+
+def _field(record, key, path, what):
+    if not isinstance(record, dict) or key not in record:
+        raise DataError(f"{path}: {what} has no {key!r}")
+    return record[key]
+
+
+def _locate(context, text, start):
+    """The answer's offset: answer_start if the text is there, else its nearest occurrence, else None."""
+    if not text:
+        return None
+    if context[start : start + len(text)] == text:
+        return start
+    found, index = [], context.find(text)
+    while index >= 0:
+        found.append(index)
+        index = context.find(text, index + 1)
+    return min(found, key=lambda i: abs(i - start)) if found else None
+
+
+def tokenize_with_spans(tokenizer, text):
+    """ids and, for each, the [start, end) character span of `text` it stands for.
+
+    Each whitespace-separated word is tokenized alone. Within a word whose normalized form and pieces keep
+    its length (lowercasing, dropped accents), each piece gets its own characters; otherwise (ligatures,
+    expansions) every piece of the word spans the whole word.
+
+    Returns:
+      (ids list[int], spans list[tuple[int, int]]).
+    """
+    ids, spans = [], []
+    position = 0
+    for word in text.split():
+        start = text.index(word, position)
+        end = position = start + len(word)
+        pieces = tokenizer.tokenize(word)
+        surfaces = [piece.replace(PIECE_PREFIX, "") for piece in pieces]
+        if sum(map(len, surfaces)) == len(word) == len(tokenizer.normalize(word)):
+            offset = start
+            for surface in surfaces:
+                spans.append((offset, offset + len(surface)))
+                offset += len(surface)
+        else:
+            spans.extend((start, end) for _ in pieces)
+        ids.extend(tokenizer.piece_to_id(piece) for piece in pieces)
+    return ids, spans
+
+
+@dataclasses.dataclass
+class SpanFeatures:
+    """Model inputs and targets of every window, and what maps positions back to the text.
+
+    inputs: int32 arrays [num_windows, seq_length] by ENCODER_INPUTS name.
+    start_positions, end_positions, answerable: int32 [num_windows] targets (0 where none).
+    example_index: int32 [num_windows], the example each window belongs to.
+    char_spans: int32 [num_windows, seq_length, 2], the context characters of each position ([-1, -1]
+      outside the context).
+    max_context: bool [num_windows, seq_length], whether this window is the one where a position's token
+      has the most context.
+    """
+
+    inputs: dict
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+    answerable: np.ndarray
+    example_index: np.ndarray
+    char_spans: np.ndarray
+    max_context: np.ndarray
+
+    def __len__(self):
+        return len(self.example_index)
+
+
+def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64):
+    """SpanFeatures of examples: one window or more per example."""
+    query_room = seq_length - 3 - 1  # at least one context token per window
+    if query_room < 1 or max_query_length < 1 or doc_stride < 1:
+        raise ValueError(
+            f"seq_length {seq_length}, max_query_length {max_query_length} and doc_stride {doc_stride} "
+            "leave no room for the question and the context"
+        )
+    rows = {name: [] for name in ("ids", "types", "length", "start", "end", "example", "spans", "max")}
+    context, doc_ids, doc_spans = None, None, None
+    for index, example in enumerate(examples):
+        query = tokenizer.encode(example.question)[: min(max_query_length, query_room)]
+        if example.context != context:  # SQuAD lists a paragraph's questions together: tokenize it once
+            context = example.context
+            doc_ids, doc_spans = tokenize_with_spans(tokenizer, context)
+        answer = _answer_tokens(example, doc_spans)
+        offset = len(query) + 2  # [CLS] question [SEP]
+        windows = list(_windows(len(doc_ids), seq_length - offset - 1, doc_stride))
+        for window in windows:
+            window_start, window_length = window
+            ids = [tokenizer.cls_id, *query, tokenizer.sep_id]
+            ids += doc_ids[window_start : window_start + window_length] + [tokenizer.sep_id]
+            spans = np.full((seq_length, 2), -1, np.int32)
+            best = np.zeros(seq_length, bool)
+            if window_length:
+                inside = slice(window_start, window_start + window_length)
+                spans[offset : offset + window_length] = doc_spans[inside]
+                for i in range(window_length):
+                    best[offset + i] = _has_max_context(windows, window, window_start + i)
+            start = end = 0
+            if answer and window_start <= answer[0] and answer[1] < window_start + window_length:
+                start, end = answer[0] - window_start + offset, answer[1] - window_start + offset
+            padding = seq_length - len(ids)
+            rows["ids"].append(ids + [0] * padding)
+            rows["types"].append([0] * offset + [1] * (window_length + 1) + [0] * padding)
+            rows["length"].append(len(ids))
+            rows["start"].append(start)
+            rows["end"].append(end)
+            rows["example"].append(index)
+            rows["spans"].append(spans)
+            rows["max"].append(best)
+    lengths = np.asarray(rows["length"], np.int32)
+    end_positions = np.asarray(rows["end"], np.int32)
+    return SpanFeatures(
+        inputs={
+            "input_word_ids": np.asarray(rows["ids"], np.int32).reshape(-1, seq_length),
+            "input_mask": (np.arange(seq_length) < lengths[:, None]).astype(np.int32),
+            "input_type_ids": np.asarray(rows["types"], np.int32).reshape(-1, seq_length),
+        },
+        start_positions=np.asarray(rows["start"], np.int32),
+        end_positions=end_positions,
+        answerable=(end_positions > 0).astype(np.int32),
+        example_index=np.asarray(rows["example"], np.int32),
+        char_spans=np.asarray(rows["spans"], np.int32).reshape(-1, seq_length, 2),
+        max_context=np.asarray(rows["max"], bool).reshape(-1, seq_length),
+    )
+
+
+def _answer_tokens(example, doc_spans):
+    """(first, last) context token of the trained answer, or None (unanswerable, or outside the tokens)."""
+    if example.answer_start is None:
+        return None
+    begin, finish = example.answer_start, example.answer_start + len(example.answers[0])
+    inside = [i for i, (start, end) in enumerate(doc_spans) if start < finish and end > begin]
+    return (inside[0], inside[-1]) if inside else None
+
+
+def _windows(length, room, stride):
+    """(start, length) of the context windows: `room` tokens, `stride` apart, the last reaching the end."""
+    start = 0
+    while True:
+        size = min(length - start, room)
+        yield start, size
+        if start + size >= length:
+            return
+        start += min(size, stride)
+
+
+def _has_max_context(windows, window, position):
+    """Whether `window` gives the token at `position` the largest min(left, right) context (+ 0.01 * size)."""
+
+    def score(start, size):
+        return min(position - start, start + size - 1 - position) + 0.01 * size
+
+    candidates = [w for w in windows if w[0] <= position < w[0] + w[1]]
+    return max(candidates, key=lambda w: score(*w)) == window
+
+
+def span_dataset(features, batch_size, is_training=False, answerability=False, seed=12345):
+    """tf.data batches of (inputs, targets) for training, inputs only otherwise.
+
+    Targets are named as `AlbertSpanLabeler`'s outputs: start_logits, end_logits (int32 [batch] positions)
+    and, with answerability, answerable_logits (float32 [batch], 1 if the window holds the answer).
+    """
+    if not len(features):
+        raise DataError("no SQuAD features")
+    inputs = dict(features.inputs)
+    if not is_training:
+        return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
+    if answerability:
+        targets["answerable_logits"] = features.answerable.astype(np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+    dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=30, null_score_threshold=0.0):
+    """The predicted answer of each example, as text of its context.
+
+    The best span maximizes start + end logit over the n_best_size top starts and ends of each window,
+    with start ≤ end < start + max_answer_length, both in the context, the start in its max-context window.
+    With answerable_logits in outputs (SQuAD v2.0), an example whose best window's answerable logit is
+    below null_score_threshold gets "".
+
+    Args:
+      outputs: dict of the model's predictions for `features`: start_logits, end_logits float [windows,
+        seq] and optionally answerable_logits float [windows].
+
+    Returns:
+      (answers: qas_id → text, no_answer: qas_id → the probability of no answer, 1 / (1 + e^logit) of the
+      best window's answerable logit, what the official v2.0 script reads with --na-prob-file; None without
+      answerable_logits).
+    """
+    best = {}  # example index → (score, text)
+    answerable = {}  # example index → the highest answerable logit of its windows
+    for window in range(len(features)):
+        index = int(features.example_index[window])
+        if "answerable_logits" in outputs:
+            logit = float(outputs["answerable_logits"][window])
+            answerable[index] = max(answerable.get(index, -np.inf), logit)
+        span = _best_span(
+            outputs["start_logits"][window], outputs["end_logits"][window], features.char_spans[window],
+            features.max_context[window], n_best_size, max_answer_length,
+        )  # fmt: skip
+        if span and (index not in best or span[0] > best[index][0]):
+            context = examples[index].context
+            best[index] = (span[0], context[span[1] : span[2]])
+    answers, no_answer = {}, {}
+    for index, example in enumerate(examples):
+        text = best[index][1] if index in best else ""
+        if index in answerable:
+            no_answer[example.qas_id] = float(1.0 / (1.0 + np.exp(answerable[index])))
+            if answerable[index] < null_score_threshold:
+                text = ""
+        answers[example.qas_id] = text
+    return answers, (no_answer or None)
+
+
+def _best_span(start_logits, end_logits, char_spans, max_context, n_best_size, max_answer_length):
+    """(score, first char, end char) of the best valid span of one window, or None."""
+    in_context = char_spans[:, 0] >= 0
+    top_starts = np.argsort(-start_logits, kind="stable")[:n_best_size]
+    starts = [i for i in top_starts if in_context[i] and max_context[i]]
+    ends = [i for i in np.argsort(-end_logits, kind="stable")[:n_best_size] if in_context[i]]
+    best = None
+    for start in starts:
+        for end in ends:
+            if start <= end < start + max_answer_length:
+                score = float(start_logits[start] + end_logits[end])
+                if best is None or score > best[0]:
+                    best = (score, int(char_spans[start, 0]), int(char_spans[end, 1]))
+    return best
