@@ -30,7 +30,8 @@ setup(
         "tensorflow-serving-api==2.21.*",
     ],
     extras_require={
-        "test": ["pytest", "ruff"],
+        # nbclient/nbformat/ipykernel: the tests execute notebooks/ so they never rot.
+        "test": ["pytest", "ruff", "nbclient", "nbformat", "ipykernel"],
         # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
         "bench": ["keras-hub"],
     },

@@ -77,8 +77,13 @@ def _clean(text):
 
 def documents(path):
     """Yields documents (lists of sentences) of one .rst.txt file."""
+    yield from documents_of_lines(path.read_text(encoding="utf-8").splitlines())
+
+
+def documents_of_lines(lines):
+    """Yields documents (lists of sentences) of reST lines."""
     sentences = []
-    for kind, paragraph in _paragraphs(path.read_text(encoding="utf-8").splitlines()):
+    for kind, paragraph in _paragraphs(lines):
         if kind == "heading":
             if sentences:
                 yield sentences
