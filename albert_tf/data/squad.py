@@ -27,8 +27,6 @@ import tensorflow as tf
 from albert_tf.data.glue import DataError
 from albert_tf.data.normalization import PIECE_PREFIX
 
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
 
 @dataclasses.dataclass(frozen=True)
 class SquadExample:
@@ -142,7 +140,7 @@ def tokenize_with_spans(tokenizer, text):
 class SpanFeatures:
     """Model inputs and targets of every window, and what maps positions back to the text.
 
-    inputs: int32 arrays [num_windows, seq_length] by ENCODER_INPUTS name.
+    inputs: int32 arrays [num_windows, seq_length]: input_word_ids, input_mask, input_type_ids.
     start_positions, end_positions, answerable: int32 [num_windows] targets (0 where none).
     example_index: int32 [num_windows], the example each window belongs to.
     char_spans: int32 [num_windows, seq_length, 2], the context characters of each position ([-1, -1]
@@ -178,32 +176,32 @@ def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_quer
         if example.context != context:  # SQuAD lists a paragraph's questions together: tokenize it once
             context = example.context
             doc_ids, doc_spans = tokenize_with_spans(tokenizer, context)
+            doc_ids, doc_spans = np.asarray(doc_ids, np.int32), np.asarray(doc_spans, np.int32).reshape(-1, 2)
         answer = _answer_tokens(example, doc_spans)
         offset = len(query) + 2  # [CLS] question [SEP]
         windows = list(_windows(len(doc_ids), seq_length - offset - 1, doc_stride))
         for window in windows:
             window_start, window_length = window
-            ids = [tokenizer.cls_id, *query, tokenizer.sep_id]
-            ids += doc_ids[window_start : window_start + window_length] + [tokenizer.sep_id]
+            end_of_text = offset + window_length + 1
+            # Rows as small arrays: a Python list of ints costs ~9x the memory, and SQuAD has 90k windows.
+            ids = np.zeros(seq_length, np.int32)
+            ids[: offset - 1] = [tokenizer.cls_id, *query]
+            ids[offset - 1] = ids[end_of_text - 1] = tokenizer.sep_id
+            ids[offset : end_of_text - 1] = doc_ids[window_start : window_start + window_length]
+            types = np.zeros(seq_length, np.int32)
+            types[offset:end_of_text] = 1
             spans = np.full((seq_length, 2), -1, np.int32)
+            spans[offset : end_of_text - 1] = doc_spans[window_start : window_start + window_length]
             best = np.zeros(seq_length, bool)
-            if window_length:
-                inside = slice(window_start, window_start + window_length)
-                spans[offset : offset + window_length] = doc_spans[inside]
-                for i in range(window_length):
-                    best[offset + i] = _has_max_context(windows, window, window_start + i)
+            for i in range(window_length):
+                best[offset + i] = _has_max_context(windows, window, window_start + i)
             start = end = 0
             if answer and window_start <= answer[0] and answer[1] < window_start + window_length:
                 start, end = answer[0] - window_start + offset, answer[1] - window_start + offset
-            padding = seq_length - len(ids)
-            rows["ids"].append(ids + [0] * padding)
-            rows["types"].append([0] * offset + [1] * (window_length + 1) + [0] * padding)
-            rows["length"].append(len(ids))
-            rows["start"].append(start)
-            rows["end"].append(end)
-            rows["example"].append(index)
-            rows["spans"].append(spans)
-            rows["max"].append(best)
+            values = {"ids": ids, "types": types, "length": end_of_text, "start": start, "end": end,
+                      "example": index, "spans": spans, "max": best}  # fmt: skip
+            for name, value in values.items():
+                rows[name].append(value)
     lengths = np.asarray(rows["length"], np.int32)
     end_positions = np.asarray(rows["end"], np.int32)
     return SpanFeatures(
@@ -222,12 +220,15 @@ def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_quer
 
 
 def _answer_tokens(example, doc_spans):
-    """(first, last) context token of the trained answer, or None (unanswerable, or outside the tokens)."""
+    """(first, last) context token of the trained answer, or None (unanswerable, or outside the tokens).
+
+    doc_spans: int32 [tokens, 2], each context token's [start, end) characters.
+    """
     if example.answer_start is None:
         return None
     begin, finish = example.answer_start, example.answer_start + len(example.answers[0])
-    inside = [i for i, (start, end) in enumerate(doc_spans) if start < finish and end > begin]
-    return (inside[0], inside[-1]) if inside else None
+    inside = np.flatnonzero((doc_spans[:, 0] < finish) & (doc_spans[:, 1] > begin))
+    return (int(inside[0]), int(inside[-1])) if inside.size else None
 
 
 def _windows(length, room, stride):
