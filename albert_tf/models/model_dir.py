@@ -6,7 +6,8 @@ A model directory holds
     spm.model                 its SentencePiece model (absent when the run had none),
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
     task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any;
-                              fine-tuning writes config, spm.model and this only (the encoder is in it).
+                              fine-tuning writes config, spm.model and this only (the encoder is in it);
+                              the task models' from_model_dir continue from it.
 
     >>> encoder = load_encoder("runs/tiny")          # in a notebook
 """
@@ -84,6 +85,11 @@ def save_task_model(model, directory):
     """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
     os.makedirs(directory, exist_ok=True)
     replace_with(os.path.join(directory, TASK_MODEL_FILE), model.save)
+
+
+def has_task_model(directory):
+    """Whether the directory holds a fine-tuned task model."""
+    return os.path.exists(os.path.join(directory, TASK_MODEL_FILE))
 
 
 def load_task_model(directory):

@@ -63,12 +63,31 @@ class SplitChoices(keras.layers.Layer):
 
 
 class _TaskModel(HeadModel):
-    """Task models load a pretrained model directory."""
+    """Task models load a pretrained model directory, or continue from a fine-tuned one."""
+
+    _SHAPE_ARGUMENTS = ()  # head arguments a fine-tuned model must agree with (its head's shape)
 
     @classmethod
     def from_model_dir(cls, directory, dtype=None, **head_arguments):
-        """This task model on the pretrained encoder of a model directory (heads freshly initialized)."""
-        return cls(model_dir.load_encoder(directory, dtype=dtype), **head_arguments)
+        """This task model from a model directory.
+
+        A directory with a fine-tuned task model (task_model.keras, what fine-tuning writes) gives that
+        model, as it was saved (its dtype policy included), to predict with or fine-tune further: it must
+        be of this class and agree with the head arguments that shape it (e.g. num_classes). Otherwise the
+        directory's pretrained encoder gets freshly initialized heads.
+        """
+        if not model_dir.has_task_model(directory):
+            return cls(model_dir.load_encoder(directory, dtype=dtype), **head_arguments)
+        model = model_dir.load_task_model(directory)
+        if not isinstance(model, cls):
+            raise ValueError(f"{directory} holds a fine-tuned {type(model).__name__}, not an {cls.__name__}")
+        for name in cls._SHAPE_ARGUMENTS:
+            if name in head_arguments and getattr(model, name) != head_arguments[name]:
+                raise ValueError(
+                    f"{directory} holds an {cls.__name__} with {name}={getattr(model, name)}, "
+                    f"not {head_arguments[name]}"
+                )
+        return model
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -77,6 +96,8 @@ class AlbertClassifier(_TaskModel):
 
     Inputs: the encoder's three int32 [batch, seq] inputs, as a dict.
     """
+
+    _SHAPE_ARGUMENTS = ("num_classes",)
 
     def __init__(self, encoder: AlbertEncoder, num_classes, dropout_rate=0.1, **kwargs):
         inputs = _inputs()
@@ -102,6 +123,8 @@ class AlbertSpanLabeler(_TaskModel):
     through a tanh layer of the hidden size, dropout, and one unit. Reading the likely start lets it learn
     from token features, which a fresh head on the pooled [CLS] output alone can take long to.
     """
+
+    _SHAPE_ARGUMENTS = ("answerability",)
 
     def __init__(self, encoder: AlbertEncoder, answerability=False, dropout_rate=0.1, **kwargs):
         inputs = _inputs()
@@ -138,6 +161,8 @@ class AlbertMultipleChoice(_TaskModel):
 
     Inputs: the encoder's three inputs shaped int32 [batch, num_choices, seq].
     """
+
+    _SHAPE_ARGUMENTS = ("num_choices",)
 
     def __init__(self, encoder: AlbertEncoder, num_choices, dropout_rate=0.1, **kwargs):
         inputs = _inputs((num_choices, None))

@@ -99,3 +99,17 @@ def test_fit_evaluate_predict_with_xla_and_mixed_precision(name, policy, tmp_pat
     again = keras.tree.flatten(reloaded.predict(x, verbose=0))
     for ours, theirs in zip(again, keras.tree.flatten(predicted), strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_from_model_dir_continues_a_fine_tuned_model(tmp_path):
+    model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), tmp_path / "pretrained")
+    classifier = AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=3)
+    model_dir.copy_config_and_spm(str(tmp_path / "pretrained"), tmp_path / "tuned")
+    model_dir.save_task_model(classifier, tmp_path / "tuned")
+    again = AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=3, dropout_rate=0.2)
+    x = features(4)
+    np.testing.assert_array_equal(again.predict(x, verbose=0), classifier.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="holds an AlbertClassifier with num_classes=3, not 2"):
+        AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=2)
+    with pytest.raises(ValueError, match="holds a fine-tuned AlbertClassifier, not an AlbertSpanLabeler"):
+        AlbertSpanLabeler.from_model_dir(str(tmp_path / "tuned"))

@@ -64,6 +64,11 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert model.num_classes == 2
     predictions = (tmp_path / "out" / "test_results.tsv").read_text().splitlines()
     assert predictions[0] == "index\tprediction" and len(predictions) == 41
+    # The fine-tuned directory evaluates as it was kept: --model_dir may be a fine-tuned model.
+    again = run(setup, tmp_path / "again", "--nodo_train", f"--model_dir={tmp_path / 'out'}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    evaluated = json.loads((tmp_path / "again" / "eval_results.json").read_text())
+    assert evaluated == {"accuracy": results["accuracy"], "global_step": 0}
 
 
 def test_bad_label_names_file_and_line(setup, tmp_path):
