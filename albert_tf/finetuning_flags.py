@@ -11,7 +11,9 @@ import sys
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "The pretrained model directory to start from.")
+flags.DEFINE_string(
+    "model_dir", None, "The model directory to start from: pretrained (new head) or fine-tuned (its model)."
+)
 flags.DEFINE_string("output_dir", None, "Where the fine-tuned model directory and results go.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs are truncated.")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
