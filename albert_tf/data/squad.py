@@ -180,8 +180,8 @@ def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_quer
         answer = _answer_tokens(example, doc_spans)
         offset = len(query) + 2  # [CLS] question [SEP]
         windows = list(_windows(len(doc_ids), seq_length - offset - 1, doc_stride))
-        for window in windows:
-            window_start, window_length = window
+        owners = _max_context_windows(windows, len(doc_ids))
+        for number, (window_start, window_length) in enumerate(windows):
             end_of_text = offset + window_length + 1
             # Rows as small arrays: a Python list of ints costs ~9x the memory, and SQuAD has 90k windows.
             ids = np.zeros(seq_length, np.int32)
@@ -193,8 +193,7 @@ def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_quer
             spans = np.full((seq_length, 2), -1, np.int32)
             spans[offset : end_of_text - 1] = doc_spans[window_start : window_start + window_length]
             best = np.zeros(seq_length, bool)
-            for i in range(window_length):
-                best[offset + i] = _has_max_context(windows, window, window_start + i)
+            best[offset : end_of_text - 1] = owners[window_start : window_start + window_length] == number
             start = end = 0
             if answer and window_start <= answer[0] and answer[1] < window_start + window_length:
                 start, end = answer[0] - window_start + offset, answer[1] - window_start + offset
@@ -242,14 +241,18 @@ def _windows(length, room, stride):
         start += min(size, stride)
 
 
-def _has_max_context(windows, window, position):
-    """Whether `window` gives the token at `position` the largest min(left, right) context (+ 0.01 * size)."""
+def _max_context_windows(windows, length):
+    """int [length]: for each context token, the window where it has the most context on both sides.
 
-    def score(start, size):
-        return min(position - start, start + size - 1 - position) + 0.01 * size
-
-    candidates = [w for w in windows if w[0] <= position < w[0] + w[1]]
-    return max(candidates, key=lambda w: score(*w)) == window
+    A window's score for a token is min(tokens left, tokens right) + 0.01 * window size; ties go to the
+    first window, as in the original.
+    """
+    positions = np.arange(length)
+    scores = np.full((len(windows), length), -np.inf)
+    for number, (start, size) in enumerate(windows):
+        left = positions[start : start + size] - start
+        scores[number, start : start + size] = np.minimum(left, size - 1 - left) + 0.01 * size
+    return np.argmax(scores, axis=0)
 
 
 def span_dataset(features, batch_size, is_training=False, answerability=False, seed=12345):
@@ -260,7 +263,7 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
     """
     if not len(features):
         raise DataError("no SQuAD features")
-    inputs = dict(features.inputs)
+    inputs = features.inputs
     if not is_training:
         return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
     targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}

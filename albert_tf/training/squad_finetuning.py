@@ -15,7 +15,6 @@ import json
 import os
 
 import keras
-import numpy as np
 
 from albert_tf.atomic_file import write_atomically
 from albert_tf.data import squad
@@ -113,7 +112,7 @@ class SquadRun(finetuning.FineTuningRun):
         examples, features = self.splits[split]
         outputs = self.model.predict(self._dataset(split), verbose=0)
         return squad.answer_texts(
-            examples, features, {name: np.asarray(value) for name, value in outputs.items()},
+            examples, features, outputs,
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
         )  # fmt: skip
