@@ -33,15 +33,26 @@ def write_atomically(path, data):
 
 
 def publish_directory(path, write):
-    """Calls write(temporary folder) next to path, then renames the folder to path (which must not exist)."""
+    """Calls write(temporary folder) next to path, then renames the folder to path (which must not exist).
+
+    The folder gets the permissions of one made by os.makedirs (0755 under the usual umask 022), not the
+    0700 of a temporary folder: a model server often runs as another user.
+    """
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
     temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
     try:
         write(temporary)
+        os.chmod(temporary, 0o777 & ~_umask())
         os.rename(temporary, path)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
     return path
+
+
+def _umask():
+    mask = os.umask(0o022)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask

@@ -5,10 +5,13 @@
 
 `--export_dir` is the version folder TF Serving reads (models/NAME/VERSION). Tasks: encoder and pretraining
 use the directory's pretrained weights; classifier, span and multiple_choice its fine-tuned task model
-(task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`). See
+(task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`; a span model answers
+with the windows and decoding run_squad used, from span_settings.json). The export is loaded by TensorFlow's
+C++ loader, as TF Serving loads it, and its warm-up requests replayed before it is published. See
 albert_tf/serving/export.py for the signatures and export/README.md for serving it.
 """
 
+import dataclasses
 import sys
 
 from absl import app, flags
@@ -19,16 +22,31 @@ flags.DEFINE_enum(
     "task", "encoder", ["encoder", "pretraining", "classifier", "span", "multiple_choice"], "What to serve."
 )
 flags.DEFINE_string("export_dir", None, "The SavedModel directory to create, e.g. models/albert/1.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per text (pair); longer input is truncated.")
+flags.DEFINE_integer(
+    "max_seq_length",
+    None,
+    "Tokens per text (pair); longer input is truncated (span: windowed). Default: 128; "
+    "span: the fine-tuning run's (span_settings.json), else 384.",
+)
 flags.DEFINE_bool("text_pair", False, "serving_default takes text and text_b (span always does).")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model, if the model directory has none.")
+# Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
+flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")
+flags.DEFINE_integer("max_query_length", None, "span: question tokens kept.")
+flags.DEFINE_integer("n_best_size", None, "span: top start and end positions considered per window.")
+flags.DEFINE_integer("max_answer_length", None, "span: longest answer, in tokens.")
+flags.DEFINE_float("null_score_threshold", None, "span (v2.0): no answer below this answerable logit.")
+SPAN_FLAGS = ("max_seq_length", "doc_stride", "max_query_length", "n_best_size", "max_answer_length",
+              "null_score_threshold")  # fmt: skip
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
 def main(argv):
     del argv
+    from albert_tf.data.span_decoding import SpanSettings
     from albert_tf.models import model_dir
     from albert_tf.serving.export import export_saved_model
+    from albert_tf.serving.servable import ServingError
 
     try:
         if FLAGS.task == "encoder":
@@ -40,6 +58,9 @@ def main(argv):
         spm = FLAGS.spm_model_file or model_dir.spm_model_file(FLAGS.model_dir)
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model; pass --spm_model_file")
+        span_settings = SpanSettings.load(FLAGS.model_dir) or SpanSettings()
+        given = {name: FLAGS[name].value for name in SPAN_FLAGS if FLAGS[name].value is not None}
+        span_settings = dataclasses.replace(span_settings, **given)
         path = export_saved_model(
             model,
             spm,
@@ -47,8 +68,9 @@ def main(argv):
             FLAGS.task,
             max_seq_length=FLAGS.max_seq_length,
             pair=FLAGS.text_pair,
+            span_settings=span_settings,
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, ServingError) as error:
         print(f"export_saved_model: error: {error}", file=sys.stderr)
         return 1
     print(f"export_saved_model: wrote {path}", file=sys.stderr)

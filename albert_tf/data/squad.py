@@ -24,8 +24,8 @@ import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.data import span_decoding
 from albert_tf.data.glue import DataError
-from albert_tf.data.normalization import PIECE_PREFIX
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,9 +111,11 @@ def _locate(context, text, start):
 def tokenize_with_spans(tokenizer, text):
     """ids and, for each, the [start, end) character span of `text` it stands for.
 
-    Each whitespace-separated word is tokenized alone. Within a word whose normalized form and pieces keep
-    its length (lowercasing, dropped accents), each piece gets its own characters; otherwise (ligatures,
-    expansions) every piece of the word spans the whole word.
+    Each whitespace-separated word (Python's `str.split`) is tokenized alone. A word whose pieces hold no
+    <unk> and whose normalized form and pieces keep its length (lowercasing, dropped accents) gives each
+    piece its own characters (`AlbertTokenizer.surface_lengths` of them, in order); otherwise (ligatures,
+    expansions, unknown characters) every piece of the word spans the whole word. The span SavedModel maps
+    pieces to characters with the same rule in TensorFlow ops (albert_tf/serving/span_inputs.py).
 
     Returns:
       (ids list[int], spans list[tuple[int, int]]).
@@ -123,16 +125,15 @@ def tokenize_with_spans(tokenizer, text):
     for word in text.split():
         start = text.index(word, position)
         end = position = start + len(word)
-        pieces = tokenizer.tokenize(word)
-        surfaces = [piece.replace(PIECE_PREFIX, "") for piece in pieces]
-        if sum(map(len, surfaces)) == len(word) == len(tokenizer.normalize(word)):
-            offset = start
-            for surface in surfaces:
-                spans.append((offset, offset + len(surface)))
-                offset += len(surface)
+        word_ids = tokenizer.encode(word)
+        lengths = tokenizer.surface_lengths[word_ids]
+        fits = tokenizer.unk_id not in word_ids and len(tokenizer.normalize(word)) == len(word)
+        if fits and int(lengths.sum()) == len(word):
+            ends = start + np.cumsum(lengths)
+            spans.extend(zip((ends - lengths).tolist(), ends.tolist(), strict=True))
         else:
-            spans.extend((start, end) for _ in pieces)
-        ids.extend(tokenizer.piece_to_id(piece) for piece in pieces)
+            spans.extend((start, end) for _ in word_ids)
+        ids.extend(word_ids)
     return ids, spans
 
 
@@ -244,14 +245,14 @@ def _windows(length, room, stride):
 def _max_context_windows(windows, length):
     """int [length]: for each context token, the window where it has the most context on both sides.
 
-    A window's score for a token is min(tokens left, tokens right) + 0.01 * window size; ties go to the
-    first window, as in the original.
+    A window's score for a token is min(tokens left, tokens right) + 0.01 * window size (the original's),
+    computed exactly as 100 * min(...) + size; ties go to the first window, as in the original.
     """
     positions = np.arange(length)
-    scores = np.full((len(windows), length), -np.inf)
+    scores = np.full((len(windows), length), -1, np.int64)
     for number, (start, size) in enumerate(windows):
         left = positions[start : start + size] - start
-        scores[number, start : start + size] = np.minimum(left, size - 1 - left) + 0.01 * size
+        scores[number, start : start + size] = 100 * np.minimum(left, size - 1 - left) + size
     return np.argmax(scores, axis=0)
 
 
@@ -275,10 +276,8 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
 
 
 def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=30, null_score_threshold=0.0):
-    """The predicted answer of each example, as text of its context.
+    """The predicted answer of each example, as text of its context (albert_tf.data.span_decoding).
 
-    The best span maximizes start + end logit over the n_best_size top starts and ends of each window,
-    with start ≤ end < start + max_answer_length, both in the context, the start in its max-context window.
     With answerable_logits in outputs (SQuAD v2.0), an example whose best window's answerable logit is
     below null_score_threshold gets "".
 
@@ -291,42 +290,20 @@ def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=
       best window's answerable logit, what the official v2.0 script reads with --na-prob-file; None without
       answerable_logits).
     """
-    best = {}  # example index → (score, text)
-    answerable = {}  # example index → the highest answerable logit of its windows
-    for window in range(len(features)):
-        index = int(features.example_index[window])
-        if "answerable_logits" in outputs:
-            logit = float(outputs["answerable_logits"][window])
-            answerable[index] = max(answerable.get(index, -np.inf), logit)
-        span = _best_span(
-            outputs["start_logits"][window], outputs["end_logits"][window], features.char_spans[window],
-            features.max_context[window], n_best_size, max_answer_length,
-        )  # fmt: skip
-        if span and (index not in best or span[0] > best[index][0]):
-            context = examples[index].context
-            best[index] = (span[0], context[span[1] : span[2]])
+    best = span_decoding.best_spans(
+        outputs["start_logits"], outputs["end_logits"], features.char_spans[..., 0],
+        features.char_spans[..., 1], features.max_context, features.example_index, len(examples),
+        n_best_size=n_best_size, max_answer_length=max_answer_length,
+        answerable_logits=outputs.get("answerable_logits"),
+    )  # fmt: skip
+    starts, ends = best["char_start"].numpy(), best["char_end"].numpy()
     answers, no_answer = {}, {}
     for index, example in enumerate(examples):
-        text = best[index][1] if index in best else ""
-        if index in answerable:
-            no_answer[example.qas_id] = float(1.0 / (1.0 + np.exp(answerable[index])))
-            if answerable[index] < null_score_threshold:
+        text = example.context[starts[index] : ends[index]] if starts[index] >= 0 else ""
+        if "answerable_logit" in best:
+            logit = float(best["answerable_logit"][index])
+            no_answer[example.qas_id] = float(1.0 / (1.0 + np.exp(logit)))
+            if logit < null_score_threshold:
                 text = ""
         answers[example.qas_id] = text
     return answers, (no_answer or None)
-
-
-def _best_span(start_logits, end_logits, char_spans, max_context, n_best_size, max_answer_length):
-    """(score, first char, end char) of the best valid span of one window, or None."""
-    in_context = char_spans[:, 0] >= 0
-    top_starts = np.argsort(-start_logits, kind="stable")[:n_best_size]
-    starts = [i for i in top_starts if in_context[i] and max_context[i]]
-    ends = [i for i in np.argsort(-end_logits, kind="stable")[:n_best_size] if in_context[i]]
-    best = None
-    for start in starts:
-        for end in ends:
-            if start <= end < start + max_answer_length:
-                score = float(start_logits[start] + end_logits[end])
-                if best is None or score > best[0]:
-                    best = (score, int(char_spans[start, 0]), int(char_spans[end, 1]))
-    return best

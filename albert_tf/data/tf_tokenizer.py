@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.data import normalization
-from albert_tf.data.tokenizer import CLS, SEP, SPECIAL_IDS, load_sentencepiece
+from albert_tf.data.tokenizer import CLS, SEP, SPECIAL_IDS, UNK, load_sentencepiece
 
 
 class InGraphTokenizer(tf.Module):
@@ -34,8 +34,9 @@ class InGraphTokenizer(tf.Module):
         load_sentencepiece(model_file)  # Same checks and errors as the Python tokenizer.
         with open(model_file, "rb") as handle:
             model = handle.read()
+        self.model_file = str(model_file)
         self.do_lower_case = do_lower_case
-        self.cls_id, self.sep_id = SPECIAL_IDS[CLS], SPECIAL_IDS[SEP]
+        self.cls_id, self.sep_id, self.unk_id = SPECIAL_IDS[CLS], SPECIAL_IDS[SEP], SPECIAL_IDS[UNK]
         with tf.device("/CPU:0"):
             self._sentencepiece = tf_text.SentencepieceTokenizer(model=model, out_type=tf.string)
         self._whitespace = normalization.whitespace_class() + "+"

@@ -5,8 +5,11 @@ online pipelines); tests/data/test_tf_tokenizer.py checks the two agree.
 """
 
 import dataclasses
+import functools
 import os
 import sys
+
+import numpy as np
 
 from albert_tf.data.normalization import PIECE_PREFIX, preprocess_text
 
@@ -156,6 +159,19 @@ class AlbertTokenizer:
 
     def id_to_piece(self, token_id):
         return self.sp.id_to_piece(token_id)
+
+    @functools.cached_property
+    def surface_lengths(self):
+        """int32 [vocab_size]: the characters of normalized text each piece stands for (its length without
+        the "▁" that marks a word start); 0 for <unk> and the control pieces, which stand for no fixed text.
+        """
+        return np.array(
+            [
+                0 if self.sp.is_unknown(i) or self.sp.is_control(i) else len(piece.replace(PIECE_PREFIX, ""))
+                for i, piece in enumerate(self.sp.id_to_piece(list(range(self.vocab_size))))
+            ],
+            np.int32,
+        )
 
     def piece_to_id(self, piece):
         return self.sp.piece_to_id(piece)

@@ -94,12 +94,24 @@ class _TaskModel(HeadModel):
 class AlbertClassifier(_TaskModel):
     """Logits float32 [batch, num_classes] from the pooled output (num_classes=1: a regression score).
 
+    Args:
+      encoder: a built AlbertEncoder.
+      num_classes: int; 1 for regression.
+      labels: optional class names, one per class (what the data calls them, e.g. GLUE's "entailment"):
+        kept with the model, so exports answer with them.
+      dropout_rate: float, 0.1; on the pooled output.
+
     Inputs: the encoder's three int32 [batch, seq] inputs, as a dict.
     """
 
     _SHAPE_ARGUMENTS = ("num_classes",)
 
-    def __init__(self, encoder: AlbertEncoder, num_classes, dropout_rate=0.1, **kwargs):
+    def __init__(self, encoder: AlbertEncoder, num_classes, labels=None, dropout_rate=0.1, **kwargs):
+        labels = None if labels is None else tuple(str(label) for label in labels)
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(
+                f"labels {list(labels)} name {len(labels)} classes, not num_classes={num_classes}"
+            )
         inputs = _inputs()
         pooled = encoder(inputs)["pooled_output"]
         pooled = keras.layers.Dropout(dropout_rate, name="dropout")(pooled)
@@ -107,10 +119,28 @@ class AlbertClassifier(_TaskModel):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
+        self.labels = labels
         self.dropout_rate = dropout_rate
 
+    @classmethod
+    def from_model_dir(cls, directory, dtype=None, labels=None, **head_arguments):
+        """As `_TaskModel.from_model_dir`; a fine-tuned classifier keeps its labels, and must have these
+        labels when it has any (a model fine-tuned before it kept them adopts these)."""
+        if not model_dir.has_task_model(directory):
+            return super().from_model_dir(directory, dtype=dtype, labels=labels, **head_arguments)
+        model = super().from_model_dir(directory, dtype=dtype, **head_arguments)
+        labels = None if labels is None else tuple(str(label) for label in labels)
+        if labels is not None and model.labels is None:
+            model.labels = labels
+        elif labels is not None and model.labels != labels:
+            raise ValueError(
+                f"{directory} holds a classifier of labels {list(model.labels)}, not {list(labels)}"
+            )
+        return model
+
     def _head_config(self):
-        return {"num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
+        labels = None if self.labels is None else list(self.labels)
+        return {"num_classes": self.num_classes, "labels": labels, "dropout_rate": self.dropout_rate}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

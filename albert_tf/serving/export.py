@@ -2,23 +2,32 @@
 
     export_saved_model(model, "spm.model", "models/albert/1", task="classifier", max_seq_length=128)
 
-Signatures (see DESIGN.md, "Serving contract"):
+Signatures:
     serving_default   raw strings → named outputs:
-                        text [, text_b]       → classifier: logits, probabilities
+                        text [, text_b]       → classifier: logits, probabilities, label (the class name)
+                                                (regression: logits)
                         text [, text_b]       → encoder: pooled_output, sequence_output
                         text [, text_b]       → pretraining: sop_logits, sop_probabilities
-                        text (question), text_b (context) → span: start_logits, end_logits, answer_start,
-                                                answer_end (token positions), answer_score, answer_text
+                        text (question), text_b (context) → span: answer_text (the context's own
+                                                characters), answer_start, answer_end (character offsets),
+                                                answer_score (+ answerable_logits, no_answer_probability)
                         text [batch], choices [batch, num_choices] → multiple_choice: logits, probabilities
-    preprocess        the same strings → input_word_ids, input_mask, input_type_ids
+    preprocess        the same strings → input_word_ids, input_mask, input_type_ids (not for span or
+                      multiple_choice)
     serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs
-    classify/regress  (classifier) serialized tf.Example with "text" [and "text_b"] bytes features, for
-                      TF Serving's Classify and Regress APIs: classes + scores, or outputs.
+    classify/regress  (classifier) serialized tf.Example [batch] with "text" [and "text_b"] bytes features,
+                      for TF Serving's Classify and Regress APIs: classes (label names) + scores, or outputs.
+
+Servable means what `tensorflow_model_server` does with it: TensorFlow's C++ loader restores the variables and
+runs the signatures by tensor name (albert_tf/serving/servable.py does the same through the C API). Every
+export is loaded that way and its warm-up requests replayed before the version is published.
 
 The graph holds TensorFlow core ops and tensorflow-text ops that exist in tensorflow-text 2.12 (what the
-stock model server links), with the tokenizer pinned to the CPU. Text is tokenized exactly as
-`AlbertTokenizer` does (ALBERT normalization and digit-comma rule), truncated to max_seq_length and padded
-only to the longest text of the batch (a short request computes less; real tokens' outputs do not change).
+stock model server links up to 2.19; 2.20 links 2.20), with the tokenizer pinned to the CPU. Text is
+tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comma rule), truncated to
+max_seq_length and padded only to the longest text of the batch (a short request computes less; real tokens'
+outputs do not change). Span models window contexts longer than max_seq_length and choose answers as
+`run_squad` does (albert_tf/data/span_decoding.py).
 """
 
 import os
@@ -26,14 +35,17 @@ import os
 import tensorflow as tf
 
 from albert_tf.atomic_file import publish_directory
+from albert_tf.data import span_decoding
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
-from albert_tf.serving import warmup
+from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.serving import span_inputs, warmup
+from albert_tf.serving.servable import Servable
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
-MAX_ANSWER_TOKENS = 30
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
 CPU = "/device:CPU:0"
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # The tensorflow-text ops the in-graph tokenizer uses: all in tensorflow-text 2.12, all CPU-only.
 TOKENIZER_OPS = frozenset(
     {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceStringToIdOp", "SentencepieceDetokenizeOp",
@@ -49,27 +61,40 @@ def _ids(name, shape=(None, None)):
     return tf.TensorSpec(shape, tf.int32, name=name)
 
 
-class _ServingModule(tf.Module):
-    """Holds the Keras model and the in-graph tokenizer; its tf.functions are the signatures."""
+def class_names(model):
+    """A classifier's class names: its labels, or "0", "1", ... when it has none."""
+    return list(model.labels) if model.labels else [str(i) for i in range(model.num_classes)]
 
-    def __init__(self, model, tokenizer, task, max_seq_length, pair, num_choices=None):
-        super().__init__(name="albert_serving")
+
+class _Functions:
+    """The signatures' functions over the Keras model and the in-graph tokenizer.
+
+    A plain object, not a tf.Module: what tf.saved_model.save tracks becomes the SavedModel's object graph,
+    and a tracked Keras 3 model gets a second tf.Variable per weight that the restore op fills while the
+    signatures read the first (keras-team/keras#20095); the C++ loader then finds those uninitialized.
+    """
+
+    def __init__(self, model, tokenizer, task, max_seq_length, pair, span_settings):
         self.model = model
         self.tokenizer = tokenizer
         self.task = task
         self.max_seq_length = max_seq_length
         self.pair = pair
-        self.num_choices = num_choices
+        self.span_settings = span_settings
+        if task == "span":
+            self.surface_lengths = AlbertTokenizer(tokenizer.model_file).surface_lengths
+        self.regression = task == "classifier" and model.num_classes == 1
+        self.class_names = class_names(model) if task == "classifier" and not self.regression else None
 
-    def _pack(self, text, text_b=None):
-        with tf.device("/CPU:0"):
+    def pack(self, text, text_b=None):
+        with tf.device(CPU):
             ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
             # Padded to the batch's longest text, not to max_seq_length: a short request computes less.
             return self.tokenizer.pack(
                 self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_multiple=1
             )
 
-    def _run(self, features):
+    def run(self, features):
         """The model's outputs for packed ids, named for serving (float32)."""
         if self.task == "encoder":
             out = self.model(features, training=False)
@@ -79,109 +104,119 @@ class _ServingModule(tf.Module):
             return {"mlm_logits": out["mlm_logits"], "sop_logits": out["sop_logits"]}
         if self.task in ("classifier", "multiple_choice"):
             logits = self.model(features, training=False)
-            if self.task == "classifier" and logits.shape[-1] == 1:
+            if self.regression:
                 return {"logits": logits}
             return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
         return dict(self.model(features, training=False))  # span
 
     def preprocess(self, text, text_b=None):
-        return self._pack(text, text_b)
+        return self.pack(text, text_b)
 
     def serving_default(self, text, text_b=None):
-        features = self._pack(text, text_b)
+        features = self.pack(text, text_b)
         if self.task == "pretraining":
             # The sentence-order head needs no masked positions: ask for position 0.
             features["masked_lm_positions"] = tf.zeros([tf.shape(text)[0], 1], tf.int32)
-            sop_logits = self._run(features)["sop_logits"]
+            sop_logits = self.run(features)["sop_logits"]
             return {"sop_logits": sop_logits, "sop_probabilities": tf.nn.softmax(sop_logits)}
-        outputs = self._run(features)
-        if self.task == "span":
-            outputs.update(self._best_span(outputs, features))
+        outputs = self.run(features)
+        if self.class_names:
+            best = tf.argmax(outputs["logits"], axis=-1, output_type=tf.int32)
+            outputs["label"] = tf.gather(tf.constant(self.class_names), best)
         return outputs
 
-    def serve_choices(self, text, choices):
+    def choices(self, text, choices):
         """text [batch] (passage and question), choices [batch, num_choices] → scores per choice."""
         count = tf.shape(choices)[1]
         repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
-        features = self._pack(repeated, tf.reshape(choices, [-1]))
-        features = {k: tf.reshape(v, [-1, self.num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
-        return self._run(features)
+        features = self.pack(repeated, tf.reshape(choices, [-1]))
+        num_choices = self.model.num_choices
+        features = {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
+        return self.run(features)
 
-    def _best_span(self, outputs, features):
-        """The best answer inside the context: highest start + end score with start ≤ end < start + 30."""
-        start, end = outputs["start_logits"], outputs["end_logits"]  # [B, S]
-        context = (features["input_type_ids"] == 1) & (features["input_word_ids"] != self.tokenizer.sep_id)
-        scores = start[:, :, None] + end[:, None, :]  # [B, S (start), S (end)]
-        seq = tf.shape(start)[1]
-        length = tf.range(seq)[None, :] - tf.range(seq)[:, None]  # end − start
-        allowed = (length >= 0) & (length < MAX_ANSWER_TOKENS)
-        allowed = allowed[None] & context[:, :, None] & context[:, None, :]
-        flat = tf.reshape(tf.where(allowed, scores, -1e9), [tf.shape(start)[0], -1])
-        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
-        answer_start, answer_end = best // seq, best % seq
-        positions = tf.ragged.range(answer_start, answer_end + 1)
-        answer_ids = tf.gather(features["input_word_ids"], positions, batch_dims=1)
-        with tf.device("/CPU:0"):
-            answer_text = self.tokenizer.detokenize(answer_ids)
-        return {
-            "answer_start": answer_start,
-            "answer_end": answer_end,
-            "answer_score": tf.reduce_max(flat, axis=-1),
-            "answer_text": answer_text,
-        }
+    def span(self, text, text_b):
+        """Questions and contexts tf.string [batch] → the best answer of each, as run_squad decodes it."""
+        s = self.span_settings
+        contexts = tf.strings.unicode_transcode(text_b, "UTF-8", "UTF-8", errors="replace")
+        with tf.device(CPU):
+            windows = span_inputs.windows(
+                self.tokenizer, tf.constant(self.surface_lengths), text, contexts, self.max_seq_length,
+                s.doc_stride, s.max_query_length,
+            )  # fmt: skip
+        outputs = self.model({name: windows[name] for name in ENCODER_INPUTS}, training=False)
+        best = span_decoding.best_spans(
+            outputs["start_logits"], outputs["end_logits"], windows["char_starts"], windows["char_ends"],
+            windows["max_context"], windows["window_example"], tf.shape(text)[0],
+            n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
+            answerable_logits=outputs.get("answerable_logits"),
+        )  # fmt: skip
+        start, end = best["char_start"], best["char_end"]
+        result = {"answer_score": best["score"]}
+        if "answerable_logit" in best:
+            result["answerable_logits"] = best["answerable_logit"]
+            result["no_answer_probability"] = tf.sigmoid(-best["answerable_logit"])
+            answered = best["answerable_logit"] >= s.null_score_threshold
+            start = tf.where(answered, start, span_decoding.NO_SPAN)
+            end = tf.where(answered, end, span_decoding.NO_SPAN)
+        found = start >= 0
+        text = tf.strings.substr(contexts, tf.maximum(start, 0), tf.maximum(end - start, 0), unit="UTF8_CHAR")
+        result.update(answer_text=tf.where(found, text, ""), answer_start=start, answer_end=end)
+        return result
 
-
-def _signatures(module):
-    """The concrete functions to save, by signature name."""
-    task, pair = module.task, module.pair
-    token_spec = {name: _ids(name) for name in ("input_word_ids", "input_mask", "input_type_ids")}
-    if task == "multiple_choice":
-        choices = tf.function(
-            module.serve_choices, input_signature=[_strings("text"), _strings("choices", (None, None))]
-        )
-        shape = (None, module.num_choices, None)
-        token_spec = {name: _ids(name, shape) for name in token_spec}
-        return {
-            "serving_default": choices.get_concrete_function(),
-            "serve_token_ids": tf.function(module._run).get_concrete_function(token_spec),
-        }
-    texts = [_strings("text"), _strings("text_b")] if pair else [_strings("text")]
-    signatures = {
-        "serving_default": tf.function(module.serving_default, input_signature=texts).get_concrete_function(),
-        "preprocess": tf.function(module.preprocess, input_signature=texts).get_concrete_function(),
-    }
-    if task == "pretraining":
-        token_spec["masked_lm_positions"] = _ids("masked_lm_positions")
-    signatures["serve_token_ids"] = tf.function(module._run).get_concrete_function(token_spec)
-    if task == "classifier":
-        signatures[_example_signature_name(module)] = _example_function(module)
-    return signatures
-
-
-def _example_signature_name(module):
-    return "regress" if module.model.output_shape[-1] == 1 else "classify"
-
-
-def _example_function(module):
-    """serialized tf.Example [batch] ("text", optionally "text_b") → classes/scores or outputs."""
-    spec = {"text": tf.io.FixedLenFeature([], tf.string)}
-    if module.pair:
-        spec["text_b"] = tf.io.FixedLenFeature([], tf.string)
-
-    @tf.function(input_signature=[_strings("inputs")])
-    def from_examples(inputs):
+    def examples(self, inputs):
+        """serialized tf.Example [batch] ("text", optionally "text_b") → classes/scores or outputs."""
+        spec = {"text": tf.io.FixedLenFeature([], tf.string)}
+        if self.pair:
+            spec["text_b"] = tf.io.FixedLenFeature([], tf.string)
         parsed = tf.io.parse_example(inputs, spec)
-        outputs = module._run(module._pack(parsed["text"], parsed.get("text_b")))
-        if "probabilities" not in outputs:
+        outputs = self.run(self.pack(parsed["text"], parsed.get("text_b")))
+        if self.regression:
             return {"outputs": outputs["logits"][:, 0]}
-        count = tf.shape(outputs["probabilities"])[1]
-        classes = tf.strings.as_string(tf.range(count))
+        classes = tf.constant(self.class_names)
         return {
             "classes": tf.tile(classes[None], [tf.shape(inputs)[0], 1]),
             "scores": outputs["probabilities"],
         }
 
-    return from_examples.get_concrete_function()
+
+def _signatures(functions):
+    """The concrete functions to save, by signature name, and the method name of those not Predict."""
+    task, pair = functions.task, functions.pair
+    token_spec = {name: _ids(name) for name in ENCODER_INPUTS}
+    texts = [_strings("text"), _strings("text_b")] if pair else [_strings("text")]
+    methods = {}
+    if task == "multiple_choice":
+        serving_default = tf.function(
+            functions.choices, input_signature=[_strings("text"), _strings("choices", (None, None))]
+        )
+        token_spec = {name: _ids(name, (None, functions.model.num_choices, None)) for name in token_spec}
+    elif task == "span":
+        serving_default = tf.function(functions.span, input_signature=texts)
+    else:
+        serving_default = tf.function(functions.serving_default, input_signature=texts)
+    signatures = {"serving_default": serving_default.get_concrete_function()}
+    if task not in ("multiple_choice", "span"):
+        signatures["preprocess"] = tf.function(
+            functions.preprocess, input_signature=texts
+        ).get_concrete_function()
+    if task == "pretraining":
+        token_spec["masked_lm_positions"] = _ids("masked_lm_positions")
+    signatures["serve_token_ids"] = tf.function(functions.run).get_concrete_function(token_spec)
+    if task == "classifier":
+        name = "regress" if functions.regression else "classify"
+        examples = tf.function(functions.examples, input_signature=[_strings("inputs")])
+        signatures[name] = examples.get_concrete_function()
+        methods[name] = REGRESS_METHOD if functions.regression else CLASSIFY_METHOD
+    return signatures, methods
+
+
+def _captured_variables(signatures):
+    """The variables the signatures read, each once (Keras weights are tf.Variables underneath)."""
+    found = {}
+    for function in signatures.values():
+        for variable in function.variables:
+            found.setdefault(variable.ref(), variable)
+    return list(found.values())
 
 
 def _finish_proto(export_dir, methods):
@@ -215,46 +250,57 @@ def _finish_proto(export_dir, methods):
 
 
 def export_saved_model(
-    model, spm_model_file, export_dir, task, max_seq_length=128, pair=False, do_lower_case=True,
-    warmup_texts=None,
+    model, spm_model_file, export_dir, task, max_seq_length=None, pair=False, do_lower_case=True,
+    warmup_texts=None, span_settings=None,
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
 
     Args:
-      model: the Keras model for `task`: AlbertEncoder, AlbertPretrainer, AlbertClassifier,
-        AlbertSpanLabeler or AlbertMultipleChoice.
+      model: the Keras model for `task`: AlbertEncoder, AlbertPretrainer, AlbertClassifier (its `labels`
+        become Classify's classes and serving_default's label), AlbertSpanLabeler or AlbertMultipleChoice.
       spm_model_file: its SentencePiece model (embedded in the graph as a constant).
       task: one of TASKS.
-      max_seq_length: texts are tokenized, packed and truncated to this many tokens.
+      max_seq_length: texts are tokenized, packed and truncated to this many tokens (span: windows of this
+        many; default: span_settings.max_seq_length for span, else 128).
       pair: serving_default takes text and text_b (always for span; ignored for multiple_choice).
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
+      span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults).
 
-    The directory appears whole or not at all (written under a temporary name, then renamed).
+    Returns:
+      export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the
+      C++ loader with its warm-up requests replayed, then renamed); readable by other users (a model server
+      often runs as one) as the umask allows.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    span_settings = span_settings or span_decoding.SpanSettings()
+    if max_seq_length is None:
+        max_seq_length = span_settings.max_seq_length if task == "span" else 128
     if max_seq_length > model_max_positions(model):
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
             f"{model_max_positions(model)}"
         )
-    pair = pair or task == "span"
-    num_choices = model.num_choices if task == "multiple_choice" else None
-    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    module = _ServingModule(model, tokenizer, task, max_seq_length, pair, num_choices)
-    signatures = _signatures(module)
     export_dir = os.path.abspath(export_dir)
     if os.path.exists(export_dir):
         raise ValueError(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
+    pair = pair or task == "span"
+    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
+    functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings)
+    signatures, methods = _signatures(functions)
+    root = tf.Module()
+    root.tokenizer = tokenizer  # the SentencePiece model resource, created by the init op
+    root.weights = _captured_variables(signatures)
 
     def write(folder):
         options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
-        tf.saved_model.save(module, folder, signatures=signatures, options=options)
-        methods = {"classify": CLASSIFY_METHOD, "regress": REGRESS_METHOD}
-        _finish_proto(folder, {name: method for name, method in methods.items() if name in signatures})
-        warmup.write_warmup_requests(folder, task, pair, warmup_texts, num_choices)
+        tf.saved_model.save(root, folder, signatures=signatures, options=options)
+        _finish_proto(folder, methods)
+        warmup.write_warmup_requests(folder, task, pair, warmup_texts, getattr(model, "num_choices", None))
+        with Servable(folder) as servable:  # what the model server does when it loads a version
+            servable.replay_warmup()
 
     return publish_directory(export_dir, write)
 

@@ -77,10 +77,14 @@ class ClassifierRun(finetuning.FineTuningRun):
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 
     def _build_model(self):
-        num_classes = 1 if self.regression else len(self.labels)
+        if self.regression:
+            return AlbertClassifier.from_model_dir(
+                self.settings.model_dir, num_classes=1, dropout_rate=self.settings.dropout_rate
+            )
         return AlbertClassifier.from_model_dir(
-            self.settings.model_dir, num_classes=num_classes, dropout_rate=self.settings.dropout_rate
-        )
+            self.settings.model_dir, num_classes=len(self.labels), labels=self.labels,
+            dropout_rate=self.settings.dropout_rate,
+        )  # fmt: skip
 
     def _read(self):
         """The splits asked for; sets self.labels (None for regression)."""

@@ -5,7 +5,8 @@ Training minimizes the mean of the start and end cross-entropies (the original's
 the answerability head's binary cross-entropy (whether a window holds the answer; the original v2.0
 weight). Evaluation predicts `predict_file`, maps the best spans back to context text and reports
 `exact_match` and `f1` (percent, the official definitions). In `output_dir`: the best evaluation's model
-directory (task_model.keras, ready for `export_saved_model --task=span`), eval_results.json, and with
+directory (task_model.keras and span_settings.json, ready for `export_saved_model --task=span`, whose
+answers are this run's), eval_results.json, and with
 do_predict predictions.json (question id → answer text, "" for no answer) plus, for v2.0, null_odds.json
 (question id → the probability of no answer, for the official evaluate-v2.0.py --na-prob-file).
 """
@@ -17,7 +18,7 @@ import os
 import keras
 
 from albert_tf.atomic_file import write_atomically
-from albert_tf.data import squad
+from albert_tf.data import span_decoding, squad
 from albert_tf.data.glue import DataError
 from albert_tf.data.tokenizer import AlbertTokenizer
 from albert_tf.models import AlbertSpanLabeler
@@ -116,6 +117,16 @@ class SquadRun(finetuning.FineTuningRun):
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
         )  # fmt: skip
+
+    def save(self):
+        """The model directory, with the settings the span export needs to answer as we do."""
+        super().save()
+        s = self.settings
+        span_decoding.SpanSettings(
+            max_seq_length=s.max_seq_length, doc_stride=s.doc_stride, max_query_length=s.max_query_length,
+            n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
+            null_score_threshold=s.null_score_threshold,
+        ).save(s.output_dir)  # fmt: skip
 
     def evaluate(self):
         examples, _ = self.splits["dev"]

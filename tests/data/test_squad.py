@@ -171,14 +171,3 @@ def test_gold_logits_give_back_the_gold_answers(tokenizer, corpus_lines):
     assert answers["none"] == "" and no_answer["none"] == pytest.approx(1 / (1 + np.exp(-5.0)))
     assert no_answer[examples[0].qas_id] == pytest.approx(1 / (1 + np.exp(5.0)))
     assert metrics.squad_scores(answers, gold) == {"exact_match": 100.0, "f1": 100.0}
-
-
-def test_best_span_keeps_start_before_end_and_the_length_limit():
-    spans = np.array([[-1, -1], [0, 3], [4, 9], [10, 12], [13, 20], [-1, -1]])
-    max_context = np.array([False, True, True, False, True, False])
-    start = np.array([9.0, 1.0, 6.0, 8.0, 3.0, 9.0])  # 0 and 5 are outside the context, 3 not max-context
-    end = np.array([9.0, 5.0, 0.0, 1.0, 0.0, 9.0])
-    # Start 2 + end 1 (11) ends before it starts and start 3 + end 3 (9) is not max-context: 2 to 3 wins.
-    assert squad._best_span(start, end, spans, max_context, 20, 30) == (7.0, 4, 12)
-    assert squad._best_span(start, end, spans, max_context, 20, 1) == (6.0, 4, 9)  # one token: 2 to 2
-    assert squad._best_span(start, end, spans, max_context, 1, 30) is None  # the top start is outside

@@ -113,3 +113,22 @@ def test_from_model_dir_continues_a_fine_tuned_model(tmp_path):
         AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=2)
     with pytest.raises(ValueError, match="holds a fine-tuned AlbertClassifier, not an AlbertSpanLabeler"):
         AlbertSpanLabeler.from_model_dir(str(tmp_path / "tuned"))
+
+
+def test_a_classifier_keeps_its_label_names(tmp_path):
+    model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), tmp_path / "pretrained")
+    labels = ("entailment", "not_entailment")
+    classifier = AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=2, labels=labels)
+    model_dir.copy_config_and_spm(str(tmp_path / "pretrained"), tmp_path / "tuned")
+    model_dir.save_task_model(classifier, tmp_path / "tuned")
+    assert model_dir.load_task_model(str(tmp_path / "tuned")).labels == labels
+    assert AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=2).labels == labels
+    with pytest.raises(ValueError, match=r"labels \['entailment', 'not_entailment'\], not \['no', 'yes'\]"):
+        AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=2, labels=["no", "yes"])
+    with pytest.raises(ValueError, match=r"labels \['a'\] name 1 classes, not num_classes=2"):
+        AlbertClassifier(AlbertEncoder(tiny_config()), num_classes=2, labels=["a"])
+    # A classifier fine-tuned without names takes the names it is continued with.
+    unnamed = AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=2)
+    model_dir.save_task_model(unnamed, tmp_path / "old")
+    continued = AlbertClassifier.from_model_dir(str(tmp_path / "old"), num_classes=2, labels=labels)
+    assert continued.labels == labels

@@ -1,15 +1,27 @@
-"""SavedModel export: signatures, op set, CPU pinning, a fresh process, warm-up requests, bad requests."""
+"""SavedModel export, checked the way TF Serving uses it.
 
+Every export is loaded by TensorFlow's C++ loader through the C API (albert_tf.serving.servable, what
+`tensorflow_model_server` runs: restore op, init op, Session::Run by the SignatureDef's tensor names), every
+signature is run that way on batches of 0, 1 and several texts and compared with the Keras model, and the
+warm-up requests are replayed. One test loads them again with TensorFlow's session loader
+(`tf.compat.v1.saved_model.loader.load`), one in a process with no albert_tf graph code or tensorflow_text
+Python module; `tf.saved_model.load`, which the model server never uses, appears nowhere.
+"""
+
+import dataclasses
 import json
 import os
+import stat
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from albert_tf.data import span_decoding, squad
 from albert_tf.data.tokenizer import AlbertTokenizer
 from albert_tf.models import (
     AlbertClassifier,
@@ -20,38 +32,58 @@ from albert_tf.models import (
 )
 from albert_tf.models.task_models import AlbertSpanLabeler
 from albert_tf.serving import export
+from albert_tf.serving.servable import Servable, ServingError
 from tests.data.text_samples import varied_lines
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
 SEQ = 16
+SPAN = span_decoding.SpanSettings(max_seq_length=40, doc_stride=7, max_query_length=6, n_best_size=5,
+                                  max_answer_length=4)  # fmt: skip
+LABELS = ("contradiction", "entailment", "neutral")
 # Ops tensorflow-text 2.21 registers that tensorflow-text 2.12.1 (inside stock TF Serving) lacks.
 MISSING_IN_TF_TEXT_2_12 = {"TFText>RoundRobinGenerateMasks", "TFText>RoundRobinTrim", "TFText>Utf8Binarize"}
 PY_FUNCTIONS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 BAD_TEXTS = ["", "\xff\xfe not UTF-8", "word " * 20_000, "Tabs\tand\nnewlines", "1,000 Ünïcödé ＡＢＣ"]
+TEXTS = ["The cat sat on the mat.", "ALBERT, 1,000 times", "a", "Ça va? ﬁne", "The quick brown fox jumps."]
+EXPORTS = ("encoder", "pretraining", "classifier", "regression", "span", "multiple_choice")
 
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     """A model directory (8k vocabulary to match the sample SentencePiece model) and one export per task."""
     base = tmp_path_factory.mktemp("export")
-    config = tiny_config(vocab_size=8000)
-    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+    keras.utils.set_random_seed(7)  # module fixtures run before the per-test seeding
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000)))
     model_dir.save_model_dir(pretrainer, base / "model", spm_model=SPM)
+    span_encoder = AlbertEncoder(tiny_config(vocab_size=8000, max_position_embeddings=40))
     models = {
-        "encoder": (pretrainer.encoder, False),
-        "pretraining": (pretrainer, True),
-        "classifier": (AlbertClassifier(pretrainer.encoder, num_classes=3), True),
-        "span": (AlbertSpanLabeler(pretrainer.encoder, answerability=True), True),
-        "multiple_choice": (AlbertMultipleChoice(pretrainer.encoder, num_choices=2), False),
+        "encoder": (pretrainer.encoder, "encoder", False),
+        "pretraining": (pretrainer, "pretraining", True),
+        "classifier": (
+            AlbertClassifier(pretrainer.encoder, num_classes=3, labels=LABELS),
+            "classifier",
+            True,
+        ),
+        "regression": (AlbertClassifier(pretrainer.encoder, num_classes=1), "classifier", False),
+        "span": (AlbertSpanLabeler(span_encoder, answerability=True), "span", True),
+        "multiple_choice": (
+            AlbertMultipleChoice(pretrainer.encoder, num_choices=2),
+            "multiple_choice",
+            False,
+        ),
     }
     paths = {}
-    for task, (model, pair) in models.items():
-        paths[task] = export.export_saved_model(
-            model, SPM, base / task / "1", task, max_seq_length=SEQ, pair=pair
+    for name, (model, task, pair) in models.items():
+        length = SPAN.max_seq_length if task == "span" else SEQ
+        paths[name] = export.export_saved_model(
+            model, SPM, base / name / "1", task, max_seq_length=length, pair=pair, span_settings=SPAN
         )
-    return base, models, paths
+    servables = {name: Servable(path) for name, path in paths.items()}
+    yield base, {name: model for name, (model, _, _) in models.items()}, paths, servables
+    for servable in servables.values():
+        servable.close()
 
 
 def graph_of(path):
@@ -67,10 +99,28 @@ def all_nodes(graph):
         yield from function.node_def
 
 
-@pytest.mark.parametrize("task", export.TASKS)
-def test_only_core_and_tf_text_2_12_ops_and_tokenizer_on_cpu(exports, task):
-    _, _, paths = exports
-    graph = graph_of(paths[task])
+def packed(texts, texts_b=None, seq=SEQ):
+    """The Python tokenizer's packing of texts, as int32 arrays [batch, seq]."""
+    python = AlbertTokenizer(SPM)
+    rows = [python.pack(a, None if texts_b is None else texts_b[i], seq) for i, a in enumerate(texts)]
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    return {name: np.array([getattr(r, name) for r in rows], np.int32).reshape(-1, seq) for name in names}
+
+
+def width(features):
+    """The longest packed row: what the export pads a batch to."""
+    return max(2, int(features["input_mask"].sum(1).max(initial=0)))
+
+
+def batches(texts):
+    """Batches of several, one and zero texts."""
+    return [texts, texts[:1], texts[:0]]
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_only_core_and_tf_text_2_12_ops_and_tokenizer_on_cpu(exports, name):
+    _, _, paths, _ = exports
+    graph = graph_of(paths[name])
     core = set(dir(tf.raw_ops))
     ops = {node.op for node in all_nodes(graph)}
     assert not ops & PY_FUNCTIONS and not ops & MISSING_IN_TF_TEXT_2_12
@@ -83,158 +133,333 @@ def test_only_core_and_tf_text_2_12_ops_and_tokenizer_on_cpu(exports, task):
     assert resources and all(r.resource.device == "/device:CPU:0" for r in resources)
 
 
+@pytest.mark.parametrize("name", EXPORTS)
+def test_each_weight_is_stored_once(exports, name):
+    _, models, paths, _ = exports
+    stored = tf.train.load_checkpoint(os.path.join(paths[name], "variables", "variables"))
+    entries = set(stored.get_variable_to_shape_map()) - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+    assert len(entries) == len(models[name].weights)
+    shapes = sorted(tuple(shape) for shape in stored.get_variable_to_shape_map().values() if shape)
+    assert shapes == sorted(tuple(w.shape) for w in models[name].weights)
+
+
 def test_signatures_and_method_names(exports):
-    _, _, paths = exports
-    signatures = {task: dict(graph_of(path).signature_def) for task, path in paths.items()}
-    assert set(signatures["classifier"]) >= {"serving_default", "preprocess", "serve_token_ids", "classify"}
+    _, _, _, servables = exports
+    signatures = {name: servable.signatures for name, servable in servables.items()}
+    assert set(signatures["classifier"]) == {"serving_default", "preprocess", "serve_token_ids", "classify"}
     assert signatures["classifier"]["classify"].method_name == "tensorflow/serving/classify"
-    assert set(signatures["classifier"]["classify"].inputs) == {"inputs"}
-    assert set(signatures["classifier"]["classify"].outputs) == {"classes", "scores"}
+    assert set(signatures["classifier"]["serving_default"].outputs) == {"logits", "probabilities", "label"}
+    assert set(signatures["regression"]) == {"serving_default", "preprocess", "serve_token_ids", "regress"}
+    assert signatures["regression"]["regress"].method_name == "tensorflow/serving/regress"
     assert set(signatures["encoder"]["serving_default"].outputs) == {"pooled_output", "sequence_output"}
     assert set(signatures["pretraining"]["serve_token_ids"].inputs) >= {"masked_lm_positions"}
-    assert set(signatures["pretraining"]["serve_token_ids"].outputs) == {"mlm_logits", "sop_logits"}
-    assert set(signatures["span"]["serving_default"].inputs) == {"text", "text_b"}
-    assert {"start_logits", "end_logits", "answer_text"} <= set(signatures["span"]["serving_default"].outputs)
+    assert set(signatures["span"]) == {"serving_default", "serve_token_ids"}
+    assert set(signatures["span"]["serving_default"].outputs) == {
+        "answer_text", "answer_start", "answer_end", "answer_score", "answerable_logits",
+        "no_answer_probability",
+    }  # fmt: skip
     assert set(signatures["multiple_choice"]["serving_default"].inputs) == {"text", "choices"}
     listing = subprocess.run(
-        ["saved_model_cli", "show", "--dir", paths["classifier"], "--all"], capture_output=True, text=True
+        ["saved_model_cli", "show", "--dir", exports[2]["classifier"], "--all"],
+        capture_output=True,
+        text=True,
     )
     assert listing.returncode == 0 and "signature_def['classify']" in listing.stdout
 
 
-def test_in_graph_preprocessing_gives_the_python_tokenizer_ids(exports):
-    _, _, paths = exports
-    preprocess = tf.saved_model.load(paths["classifier"]).signatures["preprocess"]
+def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
+    _, models, _, servables = exports
+    encoder, pretrainer = models["encoder"], models["pretraining"]
+    for texts in batches(TEXTS + BAD_TEXTS):
+        features = packed(texts)
+        cut = {name: value[:, : width(features)] for name, value in features.items()}
+        expected = encoder(cut)
+        for signature, inputs in (("serving_default", {"text": texts}), ("serve_token_ids", cut)):
+            got = servables["encoder"].run(signature, inputs)
+            np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"], atol=1e-5)
+            np.testing.assert_allclose(got["sequence_output"], expected["sequence_output"], atol=1e-5)
+        preprocessed = servables["encoder"].run("preprocess", {"text": texts})
+        assert {name: value.tolist() for name, value in preprocessed.items()} == {
+            name: value.tolist() for name, value in cut.items()
+        }
+        pair = packed(texts, texts[::-1])
+        pair = {name: value[:, : width(pair)] for name, value in pair.items()}
+        invalid = servables["encoder"].run("serving_default", {"text": [b"\xff\xfe not UTF-8"]})
+        replaced = servables["encoder"].run("serving_default", {"text": ["\ufffd\ufffd not UTF-8"]})
+        np.testing.assert_array_equal(invalid["pooled_output"], replaced["pooled_output"])
+        positions = np.zeros((len(texts), 1), np.int32)
+        expected = pretrainer({**pair, "masked_lm_positions": positions})
+        got = servables["pretraining"].run("serving_default", {"text": texts, "text_b": texts[::-1]})
+        np.testing.assert_allclose(got["sop_logits"], expected["sop_logits"], atol=1e-5)
+        np.testing.assert_allclose(got["sop_probabilities"], tf.nn.softmax(expected["sop_logits"]), atol=1e-5)
+        positions = np.tile(np.array([[1, 0, 1]], np.int32), (len(texts), 1))
+        expected = pretrainer({**pair, "masked_lm_positions": positions})
+        got = servables["pretraining"].run("serve_token_ids", {**pair, "masked_lm_positions": positions})
+        np.testing.assert_allclose(got["mlm_logits"], expected["mlm_logits"], atol=1e-5)
+
+
+def example_inputs(texts, texts_b=None):
+    """Serialized tf.Examples with "text" (and "text_b") bytes features, as TF Serving's Classify sends."""
+    examples = []
+    for index, text in enumerate(texts):
+        example = tf.train.Example()
+        example.features.feature["text"].bytes_list.value.append(text.encode())
+        if texts_b is not None:
+            example.features.feature["text_b"].bytes_list.value.append(texts_b[index].encode())
+        examples.append(example.SerializeToString())
+    return np.array(examples, dtype=object)
+
+
+def test_classifiers_answer_with_their_label_names(exports):
+    _, models, _, servables = exports
+    classifier, regression = models["classifier"], models["regression"]
+    for texts in batches(TEXTS + BAD_TEXTS[:2]):
+        features = packed(texts, texts[::-1])
+        logits = classifier({name: value[:, : width(features)] for name, value in features.items()})
+        got = servables["classifier"].run("serving_default", {"text": texts, "text_b": texts[::-1]})
+        np.testing.assert_allclose(got["logits"], logits, atol=1e-5)
+        np.testing.assert_allclose(got["probabilities"], tf.nn.softmax(logits), atol=1e-5)
+        assert got["label"].tolist() == [LABELS[i].encode() for i in np.argmax(logits, axis=-1)]
+        # TF Serving's Classify API: classes and scores [batch, classes], DT_STRING and DT_FLOAT.
+        classified = servables["classifier"].run("classify", {"inputs": example_inputs(texts, texts[::-1])})
+        assert classified["classes"].shape == (len(texts), 3) and classified["scores"].dtype == np.float32
+        assert classified["classes"].tolist() == [[label.encode() for label in LABELS]] * len(texts)
+        np.testing.assert_allclose(classified["scores"], got["probabilities"], atol=1e-6)
+        single = packed(texts)
+        scores = regression({name: value[:, : width(single)] for name, value in single.items()})
+        regressed = servables["regression"].run("regress", {"inputs": example_inputs(texts)})
+        np.testing.assert_allclose(regressed["outputs"], np.asarray(scores)[:, 0], atol=1e-5)
+        assert set(servables["regression"].run("serving_default", {"text": texts})) == {"logits"}
+
+
+def test_a_classifier_without_names_answers_with_indices():
+    encoder = AlbertEncoder(tiny_config())
+    assert export.class_names(AlbertClassifier(encoder, num_classes=3)) == ["0", "1", "2"]
+    assert export.class_names(AlbertClassifier(encoder, num_classes=2, labels=["no", "yes"])) == ["no", "yes"]
+
+
+def test_multiple_choice_scores_each_choice(exports):
+    _, models, _, servables = exports
+    texts = ["q1 about a cat", "q2", "q3, 1,000"]
+    choices = [["a cat", "a dog"], ["", "b"], ["c", "d d d d d"]]
+    for count in (3, 1, 0):
+        features = packed(
+            [t for t in texts[:count] for _ in range(2)], [c for row in choices[:count] for c in row]
+        )
+        size = width(features)
+        features = {k: v[:, :size].reshape(count, 2, size) for k, v in features.items()}
+        expected = models["multiple_choice"](features)
+        got = servables["multiple_choice"].run(
+            "serving_default",
+            {"text": texts[:count], "choices": np.array(choices[:count], object).reshape(-1, 2)},
+        )
+        np.testing.assert_allclose(got["logits"], expected, atol=1e-5)
+        got_ids = servables["multiple_choice"].run("serve_token_ids", features)
+        np.testing.assert_allclose(got_ids["probabilities"], tf.nn.softmax(expected), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def corpus_lines():
+    with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
+        return [line.strip() for line in file if len(line.split()) > 5][:60]
+
+
+def test_span_answers_are_run_squads_with_long_contexts_windowed(exports, corpus_lines, tmp_path):
+    """The export's answers equal run_squad's decoding (squad_features → model → answer_texts)."""
+    _, models, _, _ = exports
+    contexts = [" ".join(corpus_lines[i : i + 4]) for i in range(0, 40, 4)]  # ~4-12 windows each
+    contexts += ["", "Tabs\tand  spaces\u00a0and ﬁne Ünïcödé 1,000,000.", "one"]
+    questions = [corpus_lines[40 + i] for i in range(len(contexts))]
+    examples = [
+        squad.SquadExample(str(i), q, c, (), None)
+        for i, (q, c) in enumerate(zip(questions, contexts, strict=True))
+    ]
+    features = squad.squad_features(
+        examples, AlbertTokenizer(SPM), seq_length=SPAN.max_seq_length, doc_stride=SPAN.doc_stride,
+        max_query_length=SPAN.max_query_length,
+    )  # fmt: skip
+    assert np.bincount(features.example_index).max() > 4  # long contexts span several windows
+    outputs = {k: np.asarray(v) for k, v in models["span"](features.inputs).items()}
+    # A threshold halfway between two of the questions' answerable logits: half are answered, half are not
+    # (one right at a logit would leave the decision to float noise between batch shapes).
+    logits = sorted(
+        outputs["answerable_logits"][features.example_index == i].max() for i in range(len(examples))
+    )
+    middle = len(logits) // 2
+    settings = dataclasses.replace(SPAN, null_score_threshold=float(logits[middle - 1] + logits[middle]) / 2)
+    path = export.export_saved_model(models["span"], SPM, tmp_path / "1", "span", span_settings=settings)
+    expected, no_answer = squad.answer_texts(
+        examples, features, outputs, n_best_size=SPAN.n_best_size, max_answer_length=SPAN.max_answer_length,
+        null_score_threshold=settings.null_score_threshold,
+    )  # fmt: skip
+    with Servable(path) as servable:
+        got = servable.run("serving_default", {"text": questions, "text_b": contexts})
+        empty = servable.run("serving_default", {"text": questions[:0], "text_b": contexts[:0]})
+    texts = [text.decode() for text in got["answer_text"]]
+    assert texts == [expected[e.qas_id] for e in examples]
+    assert 2 < sum(text != "" for text in texts) < len(texts) - 2  # the threshold decides both ways
+    for index, text in enumerate(texts):
+        start, end = int(got["answer_start"][index]), int(got["answer_end"][index])
+        assert contexts[index][start:end] == text if text else start == end == -1
+    np.testing.assert_allclose(
+        got["no_answer_probability"], [no_answer[e.qas_id] for e in examples], atol=1e-6
+    )
+    assert all(value.shape == (0,) for value in empty.values())
+
+
+def test_in_graph_context_spans_are_the_python_tokenizers(corpus_lines):
+    from albert_tf.data.tf_tokenizer import InGraphTokenizer
+    from albert_tf.serving import span_inputs
+
+    lines = corpus_lines + varied_lines(300, seed=11) + ["", "  ", "e\u0301 \u0301 x", "a\u3000b\u2028c"]
     python = AlbertTokenizer(SPM)
-    lines = varied_lines(2000, seed=5)
-    pairs = lines[1:] + lines[:1]
-    got = preprocess(text=tf.constant(lines), text_b=tf.constant(pairs))
-    for index, (a, b) in enumerate(zip(lines, pairs, strict=True)):
-        packed = python.pack(a, b, SEQ)
-        width = got["input_word_ids"].shape[1]  # the longest packed pair: the rest of SEQ is padding
-        assert packed.input_word_ids[width:] == [0] * (SEQ - width)
-        assert list(got["input_word_ids"][index].numpy()) == packed.input_word_ids[:width], (a, b)
-        assert list(got["input_type_ids"][index].numpy()) == packed.input_type_ids[:width], (a, b)
+    ids, starts, ends = span_inputs.context_tokens(
+        InGraphTokenizer(SPM), tf.constant(python.surface_lengths), tf.constant(lines)
+    )
+    for index, line in enumerate(lines):
+        expected_ids, spans = squad.tokenize_with_spans(python, line)
+        assert ids[index].numpy().tolist() == expected_ids, line
+        assert (
+            list(zip(starts[index].numpy().tolist(), ends[index].numpy().tolist(), strict=True)) == spans
+        ), line
+
+
+def test_warmup_requests_replay_through_the_cpp_loader(exports):
+    _, _, paths, servables = exports
+    for name, servable in servables.items():
+        requests = servable.warmup_requests()
+        assert [len(inputs["text"]) for _, inputs in requests] == [1, 3], name
+        for (_, inputs), outputs in zip(requests, servable.replay_warmup(), strict=True):
+            assert all(len(value) == len(inputs["text"]) for value in outputs.values()), name
+        assert os.path.exists(os.path.join(paths[name], "assets.extra", "tf_serving_warmup_requests"))
+
+
+def test_bad_requests_are_refused_as_the_server_does(exports):
+    _, _, _, servables = exports
+    with pytest.raises(ServingError, match="takes inputs"):
+        servables["classifier"].run("serving_default", {"text": ["only one of the pair"]})
+    with pytest.raises(ServingError, match='"nope" not found'):
+        servables["classifier"].run("nope", {"text": ["a"]})
+
+
+SESSION_LOADER = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving links them)
+out = {}
+for name, path in json.loads(sys.argv[1]).items():
+    with tf.compat.v1.Session(graph=tf.Graph()) as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        texts = ["The cat sat on the mat.", "ALBERT, 1,000 times"]
+        feed = {signature.inputs["text"].name: texts}
+        for second in ("text_b", "choices"):
+            if second in signature.inputs:
+                feed[signature.inputs[second].name] = texts[::-1] if second == "text_b" else [["a", "b"]] * 2
+        fetched = session.run({k: v.name for k, v in signature.outputs.items()}, feed)
+        out.update({f"{name}/{k}": v for k, v in fetched.items()})
+np.savez(sys.argv[2], **out)
+"""
+
+
+@pytest.mark.slow
+def test_the_session_loader_gives_what_the_c_api_gives(exports, tmp_path):
+    _, _, paths, servables = exports
+    result = subprocess.run(
+        [sys.executable, "-c", SESSION_LOADER, json.dumps({k: str(v) for k, v in paths.items()}),
+         str(tmp_path / "out.npz")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = np.load(tmp_path / "out.npz", allow_pickle=True)
+    texts = ["The cat sat on the mat.", "ALBERT, 1,000 times"]
+    for name, servable in servables.items():
+        inputs = {"text": texts}
+        for second in servable.signatures["serving_default"].inputs:
+            if second == "text_b":
+                inputs["text_b"] = texts[::-1]
+            elif second == "choices":
+                inputs["choices"] = np.array([["a", "b"]] * 2, object)
+        for key, value in servable.run("serving_default", inputs).items():
+            if value.dtype == object:
+                assert loaded[f"{name}/{key}"].tolist() == value.tolist(), (name, key)
+            else:
+                np.testing.assert_allclose(loaded[f"{name}/{key}"], value, atol=1e-6, err_msg=f"{name}/{key}")
 
 
 FRESH = """
 import json, sys
 import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving links them)
-assert not any(name.startswith("albert_tf") for name in sys.modules)
+from albert_tf.serving.servable import Servable
+servable = Servable(sys.argv[1])
+replayed = len(servable.replay_warmup())
 texts = json.loads(sys.argv[2])
-out = {}
-for task in ("classifier", "encoder"):
-    signature = tf.saved_model.load(f"{sys.argv[1]}/{task}/1").signatures["serving_default"]
-    args = {"text": tf.constant(texts)}
-    if task == "classifier":
-        args["text_b"] = tf.constant(texts[::-1])
-    for name, value in signature(**args).items():
-        out[f"{task}/{name}"] = value.numpy()
-    empty = signature(**{k: v[:0] for k, v in args.items()})
-    out[f"{task}/empty"] = np.array([v.shape[0] for v in empty.values()])
-np.savez(sys.argv[3], **out)
+out = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
+ours = sorted(name for name in sys.modules if name.startswith("albert_tf"))
+assert ours == ["albert_tf", "albert_tf.serving", "albert_tf.serving.servable"], ours
+assert "tensorflow_text" not in sys.modules  # its ops come from the C API's TF_LoadLibrary alone
+np.savez(sys.argv[3], replayed=replayed, **out)
 """
 
 
-def packed_features(packed):
-    names = ("input_word_ids", "input_mask", "input_type_ids")
-    return {name: np.array([getattr(p, name) for p in packed], np.int32) for name in names}
-
-
 @pytest.mark.slow
-def test_fresh_process_with_only_tensorflow_gives_the_keras_outputs(exports, tmp_path):
-    base, models, _ = exports
-    texts = ["The cat sat on the mat.", "ALBERT, 1,000 times", *BAD_TEXTS]
+def test_a_process_without_our_graph_code_serves_the_export(exports, tmp_path):
+    _, models, paths, _ = exports
+    texts = ["The cat sat on the mat.", *BAD_TEXTS]
     result = subprocess.run(
-        [sys.executable, "-c", FRESH, str(base), json.dumps(texts), str(tmp_path / "out.npz")],
+        [sys.executable, "-c", FRESH, paths["classifier"], json.dumps(texts), str(tmp_path / "out.npz")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    got = dict(np.load(tmp_path / "out.npz"))
-    python = AlbertTokenizer(SPM)
-    features = packed_features([python.pack(a, b, SEQ) for a, b in zip(texts, texts[::-1], strict=True)])
-    logits = np.asarray(models["classifier"][0](features, training=False))
-    np.testing.assert_allclose(got["classifier/logits"], logits, atol=1e-5)
-    np.testing.assert_allclose(got["classifier/probabilities"].sum(-1), 1.0, atol=1e-5)
-    features = packed_features([python.pack(a, None, SEQ) for a in texts])
-    pooled = np.asarray(models["encoder"][0](features)["pooled_output"])
-    np.testing.assert_allclose(got["encoder/pooled_output"], pooled, atol=1e-5)
-    assert got["encoder/sequence_output"].shape == (len(texts), SEQ, 14)  # the long text, truncated to SEQ
-    assert not got["classifier/empty"].any() and not got["encoder/empty"].any()
+    got = np.load(tmp_path / "out.npz", allow_pickle=True)
+    features = packed(texts, texts[::-1])
+    logits = models["classifier"]({name: value[:, : width(features)] for name, value in features.items()})
+    np.testing.assert_allclose(got["logits"], logits, atol=1e-5)
+    assert int(got["replayed"]) == 2
+
+
+def test_in_graph_preprocessing_gives_the_python_tokenizer_ids(exports):
+    _, _, _, servables = exports
+    lines = varied_lines(2000, seed=5)
+    pairs = lines[1:] + lines[:1]
+    got = servables["classifier"].run("preprocess", {"text": lines, "text_b": pairs})
+    expected = packed(lines, pairs)
+    assert got["input_word_ids"].tolist() == expected["input_word_ids"][:, : width(expected)].tolist()
+    assert got["input_type_ids"].tolist() == expected["input_type_ids"][:, : width(expected)].tolist()
 
 
 def test_short_requests_are_padded_to_their_longest_text_only(exports):
-    _, models, paths = exports
+    _, _, _, servables = exports
     texts = ["a short one", "shorter"]
-    out = tf.saved_model.load(paths["encoder"]).signatures["serving_default"](text=tf.constant(texts))
-    python = AlbertTokenizer(SPM)
-    longest = max(len(python.encode(text)) for text in texts) + 2
+    out = servables["encoder"].run("serving_default", {"text": texts})
+    longest = max(len(AlbertTokenizer(SPM).encode(text)) for text in texts) + 2
     assert out["sequence_output"].shape == (2, longest, 14)
-    features = packed_features([python.pack(text, None, SEQ) for text in texts])
-    expected = models["encoder"][0](features)
-    np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"], atol=1e-5)
-    np.testing.assert_allclose(out["sequence_output"], expected["sequence_output"][:, :longest], atol=1e-5)
-
-
-def test_classify_api_and_warmup_requests(exports):
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    _, _, paths = exports
-    loaded = tf.saved_model.load(paths["classifier"])
-    example = tf.train.Example()
-    example.features.feature["text"].bytes_list.value.append(b"good movie")
-    example.features.feature["text_b"].bytes_list.value.append(b"great film")
-    classified = loaded.signatures["classify"](inputs=tf.constant([example.SerializeToString()]))
-    assert classified["classes"].numpy().tolist() == [[b"0", b"1", b"2"]]
-    direct = loaded.signatures["serving_default"](
-        text=tf.constant(["good movie"]), text_b=tf.constant(["great film"])
-    )
-    np.testing.assert_allclose(classified["scores"], direct["probabilities"], atol=1e-6)
-    warmup = os.path.join(paths["classifier"], "assets.extra", "tf_serving_warmup_requests")
-    replayed = 0
-    for record in tf.data.TFRecordDataset(warmup):
-        request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
-        args = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
-        signature = loaded.signatures[request.model_spec.signature_name]
-        assert signature(**{k: tf.constant(v) for k, v in args.items()})["logits"].shape[0] == len(
-            args["text"]
-        )
-        replayed += 1
-    assert replayed == 2
-
-
-def test_span_answer_lies_in_the_context_and_choices_are_scored(exports):
-    _, _, paths = exports
-    span = tf.saved_model.load(paths["span"]).signatures["serving_default"]
-    out = span(
-        text=tf.constant(["who wrote it?"]), text_b=tf.constant(["The book was written by Ada Lovelace."])
-    )
-    start, end = int(out["answer_start"][0]), int(out["answer_end"][0])
-    question_length = len(AlbertTokenizer(SPM).encode("who wrote it?"))
-    assert question_length + 2 <= start <= end < start + export.MAX_ANSWER_TOKENS
-    assert out["answer_text"].numpy()[0].decode() in "the book was written by ada lovelace."
-    choices = tf.saved_model.load(paths["multiple_choice"]).signatures["serving_default"]
-    scores = choices(text=tf.constant(["q1", "q2"]), choices=tf.constant([["a", "b"], ["c", "d"]]))
-    assert scores["probabilities"].shape == (2, 2)
 
 
 def test_existing_version_and_too_long_sequences_are_refused(exports, tmp_path):
-    _, models, paths = exports
+    _, models, paths, _ = exports
     with pytest.raises(ValueError, match="already exists"):
-        export.export_saved_model(models["encoder"][0], SPM, paths["encoder"], "encoder", max_seq_length=SEQ)
+        export.export_saved_model(models["encoder"], SPM, paths["encoder"], "encoder", max_seq_length=SEQ)
     with pytest.raises(ValueError, match="max_seq_length=17 exceeds the model's max_position_embeddings=16"):
-        export.export_saved_model(
-            models["encoder"][0], SPM, tmp_path / "x" / "1", "encoder", max_seq_length=17
-        )
+        export.export_saved_model(models["encoder"], SPM, tmp_path / "x" / "1", "encoder", max_seq_length=17)
     assert not (tmp_path / "x" / "1").exists()
+
+
+def test_a_version_is_readable_by_another_user(exports):
+    _, _, paths, _ = exports
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for folder, _, files in os.walk(paths["classifier"]):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask, folder
+        for name in files:
+            assert stat.S_IMODE(os.stat(os.path.join(folder, name)).st_mode) == 0o666 & ~mask, name
 
 
 @pytest.mark.slow
 def test_command_line_exports_a_model_directory(exports, tmp_path):
-    base, models, _ = exports
-    model_dir.save_task_model(models["classifier"][0], base / "model")
+    base, models, _, _ = exports
+    model_dir.save_task_model(models["classifier"], base / "model")
     result = subprocess.run(
         [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={base / 'model'}",
          "--task=classifier", f"--export_dir={tmp_path / 'served' / '1'}", f"--max_seq_length={SEQ}",
@@ -242,26 +467,25 @@ def test_command_line_exports_a_model_directory(exports, tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    loaded = tf.saved_model.load(str(tmp_path / "served" / "1"))
-    assert set(loaded.signatures) >= {"serving_default", "classify"}
+    with Servable(tmp_path / "served" / "1") as servable:
+        classified = servable.run("classify", {"inputs": example_inputs(["a"], ["b"])})
+    assert classified["classes"].tolist() == [[label.encode() for label in LABELS]]
 
 
 def test_client_requests_are_what_the_signatures_take(exports):
-    """export/client.py's REST body and gRPC requests, executed against the export directly."""
+    """export/client.py's REST body and gRPC requests, run as the server runs them."""
     sys.path.insert(0, os.path.join(ROOT, "export"))
     import client
 
-    _, _, paths = exports
-    loaded = tf.saved_model.load(paths["classifier"])
+    _, _, _, servables = exports
+    servable = servables["classifier"]
     body = client.rest_body(["a fine film"], ["i liked it"])
-    direct = loaded.signatures[body["signature_name"]](
-        **{k: tf.constant(v) for k, v in body["inputs"].items()}
-    )
+    direct = servable.run(body["signature_name"], body["inputs"])
     request = client.predict_request("albert", ["a fine film"], ["i liked it"])
-    inputs = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
-    via_grpc = loaded.signatures[request.model_spec.signature_name](**inputs)
+    inputs = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+    via_grpc = servable.run(request.model_spec.signature_name, inputs)
     np.testing.assert_allclose(via_grpc["logits"], direct["logits"])
     classification = client.classification_request("albert", ["a fine film"], ["i liked it"])
-    examples = [e.SerializeToString() for e in classification.input.example_list.examples]
-    scores = loaded.signatures["classify"](inputs=tf.constant(examples))["scores"]
+    examples = np.array([e.SerializeToString() for e in classification.input.example_list.examples], object)
+    scores = servable.run("classify", {"inputs": examples})["scores"]
     np.testing.assert_allclose(scores, direct["probabilities"], atol=1e-6)

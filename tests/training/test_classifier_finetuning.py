@@ -61,7 +61,7 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert set(results) == {"accuracy", "global_step"} and results["accuracy"] > 0.8, results
     assert result.stderr.count("run_classifier: step ") == 4
     model = model_dir.load_task_model(str(tmp_path / "out"))
-    assert model.num_classes == 2
+    assert model.num_classes == 2 and model.labels == ("0", "1")  # SST-2's label names, kept for serving
     predictions = (tmp_path / "out" / "test_results.tsv").read_text().splitlines()
     assert predictions[0] == "index\tprediction" and len(predictions) == 41
     # The fine-tuned directory evaluates as it was kept: --model_dir may be a fine-tuned model.

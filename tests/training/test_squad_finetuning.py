@@ -10,6 +10,7 @@ import keras
 import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf.serving.servable import Servable
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -17,20 +18,20 @@ SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
 COLOURS = ("red", "green", "blue", "yellow", "black", "white", "orange", "purple")
 
 
-def squad_json(rng, sentences, count, prefix, unanswerable=0.0):
-    """Paragraphs of three corpus sentences with "The colour is <colour>." at a random place among them.
+def squad_json(rng, sentences, count, prefix, unanswerable=0.0, length=3):
+    """Paragraphs of `length` corpus sentences with "The colour is <colour>." at a random place among them.
 
     The question asks for the colour; with probability `unanswerable` the colour sentence is left out and
     the question is marked is_impossible (v2.0).
     """
     paragraphs = []
     for index in range(count):
-        parts = rng.sample(sentences, 3)
+        parts = rng.sample(sentences, length)
         colour = rng.choice(COLOURS)
         impossible = rng.random() < unanswerable
         qa = {"id": f"{prefix}{index}", "question": "Which colour is it?"}
         if not impossible:
-            parts.insert(rng.randrange(4), f"The colour is {colour}.")
+            parts.insert(rng.randrange(length + 1), f"The colour is {colour}.")
         context = " ".join(parts)
         answers = [] if impossible else [{"text": colour, "answer_start": context.index(f"is {colour}.") + 3}]
         qa["answers"] = answers
@@ -59,6 +60,9 @@ def setup(tmp_path_factory):
         for split, count in (("train", 200), ("dev", 40)):
             data = squad_json(rng, sentences, count, f"{split}-", unanswerable)
             (base / f"{split}-{version}.json").write_text(json.dumps(data), encoding="utf-8")
+        # Contexts of 12 sentences: several windows of 64 tokens each.
+        data = squad_json(rng, sentences, 30, "long-", unanswerable, length=12)
+        (base / f"long-{version}.json").write_text(json.dumps(data), encoding="utf-8")
     return base
 
 
@@ -74,6 +78,34 @@ def run_squad(setup, output, version, *extra):
     )  # fmt: skip
 
 
+def export_answers_run_squads(setup, output, version, *extra):
+    """run_squad's predictions of long contexts (windowed) and the span export's answers are the same."""
+    predicted = run_squad(
+        setup, output / "long", version, f"--model_dir={output}", "--nodo_train", "--nodo_eval",
+        "--do_predict", f"--predict_file={setup / f'long-{version}.json'}", *extra,
+    )  # fmt: skip
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    exported = subprocess.run(
+        [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={output}", "--task=span",
+         f"--export_dir={output / 'served' / '1'}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    paragraphs = json.loads((setup / f"long-{version}.json").read_text())["data"][0]["paragraphs"]
+    with Servable(output / "served" / "1") as servable:
+        got = servable.run(
+            "serving_default",
+            {
+                "text": [p["qas"][0]["question"] for p in paragraphs],
+                "text_b": [p["context"] for p in paragraphs],
+            },
+        )
+    predictions = json.loads((output / "long" / "predictions.json").read_text())
+    answers = [text.decode() for text in got["answer_text"]]
+    assert answers == [predictions[p["qas"][0]["id"]] for p in paragraphs]
+    return answers
+
+
 @pytest.mark.slow
 def test_v1_learns_the_spans_and_writes_official_predictions(setup, tmp_path):
     result = run_squad(setup, tmp_path / "out", "v1.1", "--do_predict")
@@ -87,6 +119,8 @@ def test_v1_learns_the_spans_and_writes_official_predictions(setup, tmp_path):
     assert set(predictions) == {p["qas"][0]["id"] for p in dev}
     assert all(predictions[p["qas"][0]["id"]] in p["context"] for p in dev)
     assert model_dir.load_task_model(str(tmp_path / "out")).answerability is False
+    answers = export_answers_run_squads(setup, tmp_path / "out", "v1.1")
+    assert sum(answer in COLOURS for answer in answers) > len(answers) / 2  # windowed, still found
 
 
 @pytest.mark.slow
@@ -101,6 +135,8 @@ def test_v2_decides_answerability(setup, tmp_path):
     # The default threshold 0 on the answerability logit is a no-answer probability of 0.5.
     assert all((no_answer[q] > 0.5) == (text == "") for q, text in predictions.items())
     assert model_dir.load_task_model(str(tmp_path / "out")).answerability is True
+    answers = export_answers_run_squads(setup, tmp_path / "out", "v2.0", "--version_2_with_negative")
+    assert "" in answers and set(answers) & set(COLOURS)
 
 
 def test_v2_data_needs_the_v2_flag(setup, tmp_path):

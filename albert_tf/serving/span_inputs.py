@@ -1,0 +1,136 @@
+"""Questions and contexts → the windows `run_squad` builds, in TensorFlow ops (for the span SavedModel).
+
+The same windows as `albert_tf.data.squad.squad_features`: `[CLS] question [SEP] window [SEP]`, the question
+cut to max_query_length tokens, the context split into windows of what is left of seq_length, doc_stride
+tokens apart, each context token mapped to the characters of the context it stands for
+(`squad.tokenize_with_spans`' rule) and marked in the window where it has the most context. Only TensorFlow
+core ops and the tokenizer's.
+"""
+
+import sys
+
+import tensorflow as tf
+
+# Characters `str.split()` splits on (str.isspace), by code point.
+WHITESPACE = tuple(code for code in range(sys.maxunicode + 1) if chr(code).isspace())
+
+
+def _words(contexts):
+    """Valid UTF-8 tf.string [B] → the whitespace-separated words of each context, in order: (words
+    tf.string [N], word_row int64 [N], first char and end char int32 [N]), chars counted in code points."""
+    chars = tf.strings.unicode_decode(contexts, "UTF-8")  # [B, (C)]; contexts are valid UTF-8
+    codes, rows = chars.flat_values, chars.value_rowids()
+    space = tf.reduce_any(codes[:, None] == tf.constant(WHITESPACE, tf.int32)[None, :], axis=1)
+    index = tf.range(tf.size(codes, out_type=rows.dtype))
+    first_of_row = index == tf.gather(chars.row_starts(), rows)
+    last_of_row = index == tf.gather(chars.row_limits() - 1, rows)
+    after_space = tf.concat([[True], space], axis=0)[:-1]
+    before_space = tf.concat([space, [True]], axis=0)[1:]
+    firsts = tf.boolean_mask(index, ~space & (first_of_row | after_space))  # [N] flat char index
+    lasts = tf.boolean_mask(index, ~space & (last_of_row | before_space))  # [N]
+    word_row = tf.gather(rows, firsts)
+    word_chars = tf.gather(codes, tf.ragged.range(firsts, lasts + 1))  # [N, (chars)]
+    words = tf.strings.unicode_encode(word_chars, "UTF-8")
+    offset = tf.gather(chars.row_starts(), word_row)
+    return words, word_row, tf.cast(firsts - offset, tf.int32), tf.cast(lasts + 1 - offset, tf.int32)
+
+
+def context_tokens(tokenizer, surface_lengths, contexts):
+    """Valid UTF-8 tf.string [B] → (ids, char_starts, char_ends), each int32 RaggedTensor [B, (tokens)].
+
+    Args:
+      tokenizer: an InGraphTokenizer.
+      surface_lengths: int32 [vocab_size] tensor, `AlbertTokenizer.surface_lengths`.
+    """
+    words, word_row, first, end = _words(contexts)
+    ids = tokenizer.tokenize(words)  # [N, (pieces)]
+    piece_word = ids.value_rowids()
+    lengths = tf.gather(surface_lengths, ids.flat_values)
+    count = tf.size(words)
+    length_sum = tf.math.unsorted_segment_sum(lengths, piece_word, count)  # [N]
+    unknown = tf.cast(ids.flat_values == tokenizer.unk_id, tf.int32)
+    has_unknown = tf.math.unsorted_segment_sum(unknown, piece_word, count)
+    word_length = end - first
+    normalized_length = tf.strings.length(tokenizer.normalize(words), unit="UTF8_CHAR")
+    fits = (has_unknown == 0) & (length_sum == word_length) & (normalized_length == word_length)
+    before = tf.cumsum(lengths, exclusive=True)
+    before -= tf.gather(before, tf.gather(ids.row_starts(), piece_word))  # within the word
+    piece_fits = tf.gather(fits, piece_word)
+    word_first = tf.gather(first, piece_word)
+    starts = tf.where(piece_fits, word_first + before, word_first)
+    ends = tf.where(piece_fits, word_first + before + lengths, tf.gather(end, piece_word))
+    piece_row = tf.gather(word_row, piece_word)
+    nrows = tf.shape(contexts, out_type=piece_row.dtype)[0]
+    return tuple(
+        tf.RaggedTensor.from_value_rowids(values, piece_row, nrows=nrows)
+        for values in (ids.flat_values, starts, ends)
+    )
+
+
+def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_stride, max_query_length):
+    """Questions and contexts tf.string [B] (contexts valid UTF-8) → the model's windows.
+
+    Returns:
+      dict: input_word_ids, input_mask, input_type_ids int32 [W, width] (width: the longest window);
+      char_starts, char_ends int32 [W, width] (-1 outside the context); max_context bool [W, width];
+      window_example int32 [W] (each example has one window or more, in order).
+    """
+    query = tokenizer.tokenize(questions)
+    query = query[:, : min(max_query_length, seq_length - 4)]
+    ids, starts, ends = context_tokens(tokenizer, surface_lengths, contexts)
+    length = tf.cast(ids.row_lengths(), tf.int32)  # [B]
+    room = seq_length - 3 - tf.cast(query.row_lengths(), tf.int32)  # context tokens per window
+    step = tf.minimum(room, doc_stride)
+    count = 1 + tf.maximum(0, (length - room + step - 1) // step)  # windows per example
+    window_example = tf.repeat(tf.range(tf.size(count)), count)  # [W]
+    window_start = tf.ragged.range(count).flat_values * tf.gather(step, window_example)
+    window_size = tf.minimum(
+        tf.gather(length, window_example) - window_start, tf.gather(room, window_example)
+    )
+    positions = tf.ragged.range(window_start, window_start + window_size)  # [W, (size)] in the context
+    doc_offset = tf.gather(tf.cast(ids.row_starts(), tf.int32), window_example)
+    flat_token = positions + doc_offset[:, None]  # [W, (size)] index into the batch's context tokens
+    # Max context: score 100 * min(tokens left, tokens right) + size (squad._max_context_windows), the
+    # first window of the highest score owns a token.
+    left = positions - window_start[:, None]
+    score = (100 * tf.minimum(left, window_size[:, None] - 1 - left) + window_size[:, None]).flat_values
+    token = flat_token.flat_values
+    tokens = tf.size(ids.flat_values)
+    best = tf.gather(tf.math.unsorted_segment_max(score, token, tokens), token)
+    window = tf.cast(flat_token.value_rowids(), tf.int32)
+    owner = tf.math.unsorted_segment_min(
+        tf.where(score == best, window, tf.size(window_example)), token, tokens
+    )
+    max_context = flat_token.with_flat_values(tf.gather(owner, token) == window)
+
+    def column(value, dtype=tf.int32):
+        return tf.RaggedTensor.from_tensor(tf.fill([tf.size(window_example), 1], tf.constant(value, dtype)))
+
+    def row(head, context, tail):
+        """[head..., context window, tail] per window, each a ragged [W, (n)]."""
+        return tf.concat([*head, context, tail], axis=1)
+
+    window_query = tf.gather(query, window_example)
+    word_ids = row(
+        [column(tokenizer.cls_id), window_query, column(tokenizer.sep_id)],
+        flat_token.with_flat_values(tf.gather(ids.flat_values, token)),
+        column(tokenizer.sep_id),
+    )
+    question_part = [column(0), tf.zeros_like(window_query), column(0)]
+    type_ids = row(question_part, tf.ones_like(flat_token), column(1))
+    outside = [column(-1), window_query * 0 - 1, column(-1)]
+    char_starts = row(outside, flat_token.with_flat_values(tf.gather(starts.flat_values, token)), column(-1))
+    char_ends = row(outside, flat_token.with_flat_values(tf.gather(ends.flat_values, token)), column(-1))
+    not_context = [column(False, tf.bool), tf.zeros_like(window_query, tf.bool), column(False, tf.bool)]
+    max_context = row(not_context, max_context, column(False, tf.bool))
+    width = tf.reduce_max(tf.concat([[2], tf.cast(word_ids.row_lengths(), tf.int32)], axis=0))
+    shape = tf.stack([tf.size(window_example), width])
+    return {
+        "input_word_ids": word_ids.to_tensor(0, shape=shape),
+        "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
+        "input_type_ids": type_ids.to_tensor(0, shape=shape),
+        "char_starts": char_starts.to_tensor(-1, shape=shape),
+        "char_ends": char_ends.to_tensor(-1, shape=shape),
+        "max_context": max_context.to_tensor(False, shape=shape),
+        "window_example": window_example,
+    }
