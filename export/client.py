@@ -10,6 +10,7 @@ REST needs nothing beyond the standard library; gRPC needs `pip install tensorfl
 import argparse
 import json
 import sys
+import urllib.error
 import urllib.request
 
 
@@ -21,12 +22,32 @@ def rest_body(texts, texts_b=None, signature="serving_default"):
     return {"signature_name": signature, "inputs": inputs}
 
 
+class ServerError(RuntimeError):
+    """The model server answered with an error: its HTTP status and the message of its {"error": ...} body."""
+
+
 def predict_rest(url, texts, texts_b=None):
-    """POSTs to e.g. http://localhost:8501/v1/models/albert:predict; returns the "outputs" dict."""
+    """POSTs to e.g. http://localhost:8501/v1/models/albert:predict; returns the "outputs" dict.
+
+    An error response (a missing input, an unknown signature, ...) raises ServerError with the server's own
+    message, which TF Serving sends as the JSON body {"error": "..."}.
+    """
     body = json.dumps(rest_body(texts, texts_b)).encode("utf-8")
     request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())["outputs"]
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["outputs"]
+    except urllib.error.HTTPError as error:
+        raise ServerError(f"HTTP {error.code}: {server_message(error.read())}") from None
+
+
+def server_message(body):
+    """The "error" of a TF Serving REST error body, or the body itself when it is not that JSON."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)["error"]
+    except (ValueError, KeyError, TypeError):
+        return text
 
 
 def predict_request(model, texts, texts_b=None, signature="serving_default"):
@@ -86,7 +107,11 @@ def main():
         print(call_grpc(f"{args.host}:8500", predict_request(args.model, args.text, args.text_b)))
     else:
         url = f"http://{args.host}:8501/v1/models/{args.model}:predict"
-        print(json.dumps(predict_rest(url, args.text, args.text_b), indent=2))
+        try:
+            print(json.dumps(predict_rest(url, args.text, args.text_b), indent=2))
+        except ServerError as error:
+            print(f"client.py: the server says: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -14,7 +14,8 @@ Signatures:
                         text [batch], choices [batch, num_choices] → multiple_choice: logits, probabilities
     preprocess        the same strings → input_word_ids, input_mask, input_type_ids (not for span or
                       multiple_choice)
-    serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs
+    serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs; a [CLS]
+                      after position 0 counts as padding (what TF Serving's batching pads with)
     classify/regress  (classifier) serialized tf.Example [batch] with "text" [and "text_b"] bytes features,
                       for TF Serving's Classify and Regress APIs: classes (label names) + scores, or outputs.
 
@@ -109,6 +110,14 @@ class _Functions:
             return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
         return dict(self.model(features, training=False))  # span
 
+    def token_ids(self, features):
+        """serve_token_ids. TF Serving's batching pads a request narrower than its batch with each tensor's
+        first element (tensorflow_serving/batching/batching_util.h): [CLS] and mask 1. A [CLS] after
+        position 0 is such padding: masked out, so real tokens' outputs do not change."""
+        ids = features["input_word_ids"]
+        padding = (ids == self.tokenizer.cls_id) & (tf.range(tf.shape(ids)[-1]) > 0)
+        return self.run({**features, "input_mask": tf.where(padding, 0, features["input_mask"])})
+
     def preprocess(self, text, text_b=None):
         return self.pack(text, text_b)
 
@@ -201,7 +210,7 @@ def _signatures(functions):
         ).get_concrete_function()
     if task == "pretraining":
         token_spec["masked_lm_positions"] = _ids("masked_lm_positions")
-    signatures["serve_token_ids"] = tf.function(functions.run).get_concrete_function(token_spec)
+    signatures["serve_token_ids"] = tf.function(functions.token_ids).get_concrete_function(token_spec)
     if task == "classifier":
         name = "regress" if functions.regression else "classify"
         examples = tf.function(functions.examples, input_signature=[_strings("inputs")])

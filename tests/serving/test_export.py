@@ -198,6 +198,45 @@ def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
         np.testing.assert_allclose(got["mlm_logits"], expected["mlm_logits"], atol=1e-5)
 
 
+def server_batch(requests):
+    """Requests merged as TF Serving's batching merges them with pad_variable_length_inputs: each tensor
+    padded to the largest size of the batch in every dimension but the first, with its own first element
+    (tensorflow_serving/batching/batching_util.cc, PadTensor), then concatenated."""
+    merged = {}
+    for name in requests[0]:
+        arrays = [request[name] for request in requests]
+        shape = np.max([array.shape[1:] for array in arrays], axis=0)
+        padded = [
+            np.pad(a, [(0, 0)] + [(0, m - d) for m, d in zip(shape, a.shape[1:], strict=True)],
+                   constant_values=a.flat[0])
+            for a in arrays
+        ]  # fmt: skip
+        merged[name] = np.concatenate(padded)
+    return merged
+
+
+def test_token_id_requests_of_different_widths_share_a_server_batch(exports):
+    _, _, _, servables = exports
+    short, long = ["a short one", "tiny"], ["a much longer text, with many more words in it than the other"]
+    requests = []
+    for texts in (short, long):
+        features = packed(texts, texts[::-1])
+        requests.append({name: value[:, : width(features)] for name, value in features.items()})
+    assert requests[0]["input_word_ids"].shape[1] < requests[1]["input_word_ids"].shape[1]
+    for name, output in (("classifier", "logits"), ("encoder", "pooled_output")):
+        alone = [servables[name].run("serve_token_ids", request)[output] for request in requests]
+        together = servables[name].run("serve_token_ids", server_batch(requests))[output]
+        np.testing.assert_allclose(together, np.concatenate(alone), atol=1e-5, err_msg=name)
+    positions = [np.array([[1, 2]] * 2, np.int32), np.array([[3, 1, 4]], np.int32)]
+    requests = [{**request, "masked_lm_positions": p} for request, p in zip(requests, positions, strict=True)]
+    alone = [servables["pretraining"].run("serve_token_ids", request) for request in requests]
+    together = servables["pretraining"].run("serve_token_ids", server_batch(requests))
+    np.testing.assert_allclose(
+        together["sop_logits"], np.concatenate([a["sop_logits"] for a in alone]), atol=1e-5
+    )
+    np.testing.assert_allclose(together["mlm_logits"][:2, :2], alone[0]["mlm_logits"], atol=1e-5)
+
+
 def example_inputs(texts, texts_b=None):
     """Serialized tf.Examples with "text" (and "text_b") bytes features, as TF Serving's Classify sends."""
     examples = []
@@ -489,3 +528,79 @@ def test_client_requests_are_what_the_signatures_take(exports):
     examples = np.array([e.SerializeToString() for e in classification.input.example_list.examples], object)
     scores = servable.run("classify", {"inputs": examples})["scores"]
     np.testing.assert_allclose(scores, direct["probabilities"], atol=1e-6)
+
+
+def test_client_shows_the_servers_error_message():
+    """TF Serving's REST API answers a bad request with HTTP 400 and {"error": "..."}: the client says it."""
+    import http.server
+    import threading
+
+    sys.path.insert(0, os.path.join(ROOT, "export"))
+    import client
+
+    message = "input size does not match signature: 1!=2 len({text}) != len({text,text_b})"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": message}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.handle_request, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}/v1/models/albert:predict"
+    try:
+        with pytest.raises(client.ServerError, match=r"HTTP 400: input size does not match signature"):
+            client.predict_rest(url, ["only text"])
+    finally:
+        thread.join(timeout=10)
+        server.server_close()
+
+
+def batching_parameters_class():
+    """tensorflow.serving.BatchingParameters (tensorflow_serving/servables/tensorflow/
+    session_bundle_config.proto), which tensorflow-serving-api does not ship, built from its fields."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, wrappers_pb2
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="batching_parameters.proto", package="tensorflow.serving", syntax="proto3",
+        dependency=["google/protobuf/wrappers.proto"],
+    )  # fmt: skip
+    message = proto.message_type.add(name="BatchingParameters")
+    wrapped = {"max_batch_size": (1, "Int64Value"), "batch_timeout_micros": (2, "Int64Value"),
+               "max_enqueued_batches": (3, "Int64Value"), "num_batch_threads": (4, "Int64Value"),
+               "thread_pool_name": (5, "StringValue"), "enable_large_batch_splitting": (8, "BoolValue"),
+               "max_execution_batch_size": (9, "Int64Value")}  # fmt: skip
+    for name, (number, kind) in wrapped.items():
+        message.field.add(name=name, number=number, type=field.TYPE_MESSAGE, label=field.LABEL_OPTIONAL,
+                          type_name=f".google.protobuf.{kind}")  # fmt: skip
+    message.field.add(name="allowed_batch_sizes", number=6, type=field.TYPE_INT64, label=field.LABEL_REPEATED)
+    message.field.add(name="pad_variable_length_inputs", number=7, type=field.TYPE_BOOL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(wrappers_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(proto)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters")
+    )
+
+
+def test_server_configs_parse_as_the_servers_protos():
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    with open(os.path.join(ROOT, "export", "models.config"), encoding="utf-8") as file:
+        models = text_format.Parse(file.read(), model_server_config_pb2.ModelServerConfig())
+    assert [config.name for config in models.model_config_list.config] == ["albert"]
+    with open(os.path.join(ROOT, "export", "batching.config"), encoding="utf-8") as file:
+        batching = text_format.Parse(file.read(), batching_parameters_class()())
+    assert batching.pad_variable_length_inputs and batching.max_batch_size.value == 32
+    assert list(batching.allowed_batch_sizes)[-1] == batching.max_batch_size.value  # the server requires it
