@@ -1,7 +1,7 @@
 """The pretraining-data build as an Apache Beam pipeline (`create_pretraining_data --runner=beam`): Dataflow,
 Flink, Spark, or local processes; the bytes of the local builder (pretraining_builder), whatever the runner.
 
-    tasks (blocks of the inputs) → instances keyed by hash(seed, unit, index), by shard (key range)
+    input files → tasks (blocks) → instances keyed by hash(seed, unit, index), by shard (key range)
       → GroupByKey(shard) → sort by key, write the shard to a temporary name (shard_sorting.write_shard)
       → records per shard and the summed statistics, to a temporary JSON file
     then, in this process: check, rename the shards, write the manifest (pretraining_units.publish).
@@ -25,7 +25,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from albert_tf.data import pretraining_units, shard_sorting
 from albert_tf.data.file_systems import BeamFiles
-from albert_tf.data.pretraining_builder import SORT_MEMORY_BYTES
 from albert_tf.data.pretraining_manifest import default_manifest_path
 from albert_tf.data.pretraining_units import BuildError, BuildSummary
 
@@ -82,7 +81,7 @@ def _write_results(_, path, shard_records, statistics):
         handle.write(json.dumps(content).encode("utf-8"))
 
 
-def _run_pipeline(options, work, settings, temporaries, results_path, sort_memory_bytes):
+def _run_pipeline(options, inputs, settings, temporaries, results_path, sort_memory_bytes):
     """Runs the pipeline (module docstring) to its end. Its errors come back as the runner raises them:
     in-process as they were raised (with a note on the step), from worker processes as a RuntimeError
     holding the remote traceback; the error's own last line is what names the file or flag."""
@@ -90,7 +89,11 @@ def _run_pipeline(options, work, settings, temporaries, results_path, sort_memor
         with beam.Pipeline(options=options) as pipeline:
             tagged = (
                 pipeline
-                | "Tasks" >> beam.Create(work)
+                | "Inputs" >> beam.Create(inputs)
+                # Tasks are listed on the workers (a graph holding every block would not fit Dataflow's
+                # job size limit) and spread over them.
+                | "Tasks" >> beam.FlatMapTuple(pretraining_units.file_tasks)
+                | "Spread" >> beam.Reshuffle()
                 | "Instances"
                 >> beam.FlatMap(_task_instances, settings, len(temporaries))
                 .with_output_types(beam.typehints.Tuple[int, beam.typehints.Any])
@@ -128,7 +131,7 @@ def build(
     pipeline_options="",
     num_workers=2,
     manifest_file=None,
-    sort_memory_bytes=SORT_MEMORY_BYTES,
+    sort_memory_bytes=shard_sorting.SORT_MEMORY_BYTES,
 ):
     """Runs the build as a Beam pipeline; arguments and result as pretraining_builder.build.
 
@@ -141,13 +144,13 @@ def build(
     pretraining_units.check_output_directories(output_files, files)
     manifest_file = manifest_file or default_manifest_path(output_files)
     pretraining_units.tokenizer_and_maker(settings, files)  # Fail early, naming the model file.
-    work = list(pretraining_units.tasks(input_files, files))
+    inputs = pretraining_units.input_sizes(input_files, files)
     token = uuid.uuid4().hex[:12]
     temporaries = [f"{path}.tmp-{token}" for path in output_files]
     results_path = f"{manifest_file}.tmp-{token}-results.json"
     options = PipelineOptions(pipeline_arguments(pipeline_options, num_workers))
     try:
-        _run_pipeline(options, work, settings, temporaries, results_path, sort_memory_bytes)
+        _run_pipeline(options, inputs, settings, temporaries, results_path, sort_memory_bytes)
         with files.open_read(results_path) as handle:
             results = json.loads(handle.read())
         manifest = pretraining_units.publish(

@@ -29,8 +29,6 @@ from albert_tf.data.file_systems import LocalFiles
 from albert_tf.data.pretraining_manifest import default_manifest_path
 from albert_tf.data.pretraining_units import BuildSummary
 
-SORT_MEMORY_BYTES = 256 * 1024 * 1024
-
 
 def _spill_task(settings, task, num_shards, scratch):
     """Pass 1 for one task: appends its keyed instances to the spill files of this process. Returns stats."""
@@ -81,7 +79,7 @@ def build(
     *,
     num_workers=1,
     manifest_file=None,
-    sort_memory_bytes=SORT_MEMORY_BYTES,
+    sort_memory_bytes=shard_sorting.SORT_MEMORY_BYTES,
     progress=None,
 ):
     """Reads input_files, writes key-sorted shards to output_files and a manifest beside them.
@@ -106,7 +104,11 @@ def build(
     pretraining_units.check_output_directories(output_files, LocalFiles)
     manifest_file = manifest_file or default_manifest_path(output_files)
     pretraining_units.tokenizer_and_maker(settings, LocalFiles)  # Fail early, naming the model file.
-    work = list(pretraining_units.tasks(input_files, LocalFiles))
+    work = [
+        task
+        for entry in pretraining_units.input_sizes(input_files, LocalFiles)
+        for task in pretraining_units.file_tasks(*entry)
+    ]
     num_shards = len(output_files)
     scratch = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output_files[0])), prefix=".tmp-spill-")
     temporaries = [f"{path}.tmp-{os.getpid()}" for path in output_files]

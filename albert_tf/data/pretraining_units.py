@@ -68,14 +68,16 @@ class Task:
     end_block: int | None
 
 
-def tasks(input_files, files):
-    """Tasks covering input_files: one per block of a plain file, one per .gz file (gzip cannot seek)."""
-    for index, path in enumerate(input_files):
-        if path.endswith(".gz"):
-            yield Task(index, path, 0, None)
-        else:
-            for block in range(math.ceil(files.size(path) / BLOCK_BYTES)):
-                yield Task(index, path, block, block + 1)
+def file_tasks(file_index, path, size):
+    """Tasks covering an input file of size bytes: one per block, or one for a .gz file (gzip cannot seek)."""
+    if path.endswith(".gz"):
+        return [Task(file_index, path, 0, None)]
+    return [Task(file_index, path, block, block + 1) for block in range(math.ceil(size / BLOCK_BYTES))]
+
+
+def input_sizes(input_files, files):
+    """(file index, path, size in bytes) of each input file."""
+    return [(index, path, files.size(path)) for index, path in enumerate(input_files)]
 
 
 def check_output_directories(output_files, files):

@@ -17,6 +17,7 @@ from albert_tf.data.file_systems import LocalFiles
 from albert_tf.data.tfrecord_writer import TFRecordWriter
 
 KEY_BYTES = 24
+SORT_MEMORY_BYTES = 256 * 1024 * 1024  # the default budget (--sort_memory_mb)
 _HEADER = struct.Struct(f">{KEY_BYTES}sI")
 # Python's cost of one entry held in a list beyond its record's bytes: the tuple, two bytes objects, a slot.
 _ENTRY_OVERHEAD = 200
