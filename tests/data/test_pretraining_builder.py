@@ -174,7 +174,7 @@ def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
 
 def _peak_rss_mb(corpus_path, tmp_path):
     """(main process, largest worker) peak RSS in MB of a 2-worker build in a fresh process: one shard,
-    sorted in runs of 2 MB (on either corpus the shard is larger than that: 5 and 45 MB).
+    sorted in runs of 2 MB (on either corpus the shard is larger than that: 3 and 30 MB).
 
     The main's peak is VmHWM: ru_maxrss would carry this pytest process's peak over fork and exec.
     """
