@@ -1,4 +1,5 @@
-"""Install albert_tf: `pip install -e .` (add `[test]` for the test suite, `[bench]` for benchmarks)."""
+"""Install albert_tf: `pip install -e .` (`[test]`: the test suite, `[beam]`: create_pretraining_data on
+Apache Beam, `[bench]`: benchmarks)."""
 
 import pathlib
 
@@ -34,5 +35,8 @@ setup(
         "test": ["pytest", "ruff", "nbclient", "nbformat", "ipykernel"],
         # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
         "bench": ["keras-hub"],
+        # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21
+        # (protobuf resolves to 6.33).
+        "beam": ["apache-beam==2.77.*"],
     },
 )

@@ -1,12 +1,14 @@
-"""Builds MLM + SOP pretraining TFRecords from a text corpus.
+"""Builds MLM + SOP pretraining TFRecords from a text corpus: globally shuffled shards and a manifest.
 
     python -m albert_tf.create_pretraining_data --input_file='corpus/*.txt' \
-        --output_file=data/train-0.tfrecord,data/train-1.tfrecord --spm_model_file=spm/albert.model \
+        --output_file=records/train.tfrecord@16 --spm_model_file=spm/albert.model \
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10
 
-Corpus: one sentence per line, a blank line between documents. The flags and defaults are the original
-google-research/albert builder's, plus num_workers, gzip, errors and shuffle_buffer_size. The same inputs,
-flags and seed give the same bytes whatever num_workers is. See albert_tf/data/pretraining_builder.py.
+writes records/train.tfrecord-00000-of-00016 ... and records/train.tfrecord.manifest.json. Corpus: one
+sentence per line, a blank line between documents. The flags and defaults are the original
+google-research/albert builder's, plus runner, beam_pipeline_options, num_workers, manifest_file,
+sort_memory_mb, gzip and errors. The same inputs, flags and seed give the same bytes with either runner and
+any number of workers. See albert_tf/data/pretraining_units.py.
 """
 
 import os
@@ -16,7 +18,11 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs.")
-flags.DEFINE_string("output_file", None, "Output TFRecord files, comma-separated; instances go round-robin.")
+flags.DEFINE_string(
+    "output_file",
+    None,
+    "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N...",
+)
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (match the SentencePiece model).")
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
@@ -26,21 +32,33 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Share of tokens to mask.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
 flags.DEFINE_integer("dupe_factor", 40, "Passes over each document, each with different masks and pairs.")
 flags.DEFINE_integer("ngram", 3, "Longest n-gram (in words) masked as one span.")
-flags.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n; otherwise n is uniform in 1..ngram.")
+flags.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n; otherwise reversed (longer favoured).")
 flags.DEFINE_bool("random_next_sentence", False, "BERT's next-sentence prediction instead of sentence order.")
-flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice.")
-flags.DEFINE_integer("num_workers", os.cpu_count(), "Worker processes; the output does not depend on it.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice and of the output order.")
+flags.DEFINE_enum("runner", "local", ["local", "beam"], "Local worker processes, or an Apache Beam pipeline.")
+flags.DEFINE_string(
+    "beam_pipeline_options",
+    "",
+    "--runner=beam: Beam options, comma-separated (runner=DataflowRunner,project=...,region=...); "
+    "without a runner, --num_workers local processes.",
+)
+flags.DEFINE_integer(
+    "num_workers", os.cpu_count(), "Local worker processes; the output does not depend on it."
+)
+flags.DEFINE_string(
+    "manifest_file", None, "Manifest path (default: the first shard's, less -NNNNN-of-NNNNN)."
+)
+flags.DEFINE_integer("sort_memory_mb", 256, "A worker sorts a larger shard in runs of this size, from disk.")
 flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_enum("errors", "strict", ["strict", "replace"], "Invalid UTF-8: stop, or replace and count.")
-flags.DEFINE_integer("shuffle_buffer_size", 10_000, "Instances mixed across blocks before writing.")
 flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
 
 def main(argv):
     del argv
-    from albert_tf.data import corpus, pretraining_builder
+    from albert_tf.data import corpus, pretraining_manifest, pretraining_units
+    from albert_tf.data.file_systems import BeamFiles, LocalFiles
     from albert_tf.data.pretraining_instances import InstanceOptions
-    from albert_tf.data.tokenizer import TokenizerError
 
     def progress(line):
         print(f"create_pretraining_data: {line}", file=sys.stderr, flush=True)
@@ -56,24 +74,37 @@ def main(argv):
             favor_shorter_ngram=FLAGS.favor_shorter_ngram,
             random_next_sentence=FLAGS.random_next_sentence,
         )
-        settings = pretraining_builder.BuildSettings(
+        settings = pretraining_units.BuildSettings(
             spm_model_file=FLAGS.spm_model_file,
             do_lower_case=FLAGS.do_lower_case,
             options=options,
             dupe_factor=FLAGS.dupe_factor,
             random_seed=FLAGS.random_seed,
-            shuffle_buffer_size=FLAGS.shuffle_buffer_size,
-        )
-        summary = pretraining_builder.build(
-            corpus.expand_patterns(FLAGS.input_file),
-            [path.strip() for path in FLAGS.output_file.split(",") if path.strip()],
-            settings,
-            num_workers=FLAGS.num_workers,
             gzip=FLAGS.gzip,
             errors=FLAGS.errors,
-            progress=progress,
         )
-    except (ValueError, corpus.CorpusError, pretraining_builder.BuildError, TokenizerError) as error:
+        files = BeamFiles() if FLAGS.runner == "beam" else LocalFiles
+        inputs = corpus.expand_patterns(FLAGS.input_file, files=files)
+        outputs = pretraining_manifest.output_paths(FLAGS.output_file)
+        common = dict(manifest_file=FLAGS.manifest_file, sort_memory_bytes=FLAGS.sort_memory_mb << 20)
+        if FLAGS.runner == "beam":
+            from albert_tf.data import pretraining_beam
+
+            summary = pretraining_beam.build(
+                inputs,
+                outputs,
+                settings,
+                pipeline_options=FLAGS.beam_pipeline_options,
+                num_workers=FLAGS.num_workers,
+                **common,
+            )
+        else:
+            from albert_tf.data import pretraining_builder
+
+            summary = pretraining_builder.build(
+                inputs, outputs, settings, num_workers=FLAGS.num_workers, progress=progress, **common
+            )
+    except ValueError as error:  # CorpusError, BuildError, TokenizerError and bad flag values
         sys.exit(f"create_pretraining_data: error: {error}")
     print(summary)
 

@@ -1,238 +1,149 @@
-"""Streaming, deterministic builder of MLM + SOP TFRecords (`python -m albert_tf.create_pretraining_data`).
+"""Deterministic, globally shuffled MLM + SOP TFRecords on one machine (`python -m
+albert_tf.create_pretraining_data`, the default `--runner=local`).
 
-The corpus is read once, in order, and cut into blocks of whole documents (about BLOCK_BYTES of text each).
-A block is the unit of work: a worker tokenizes it and makes its instances, dupe_factor rounds, from a
-generator seeded by (random_seed, block number), then shuffles them. The main process takes blocks back in
-order, passes instances through a seeded shuffle buffer and deals them round-robin to the output files. So
-the output depends on the inputs, flags and seed only, never on num_workers, and memory is bounded by the
-blocks in flight and the shuffle buffer, whatever the corpus size.
+The algorithm is pretraining_units': work units are blocks of bytes of the input files, each instance is keyed
+by a hash of (seed, unit, index), shard s holds the s-th range of keys, sorted. Two passes:
+1. Worker processes take tasks (blocks) in any order, make their instances and append them, keyed, to
+   spill files by shard (one file per shard and worker, in a scratch folder beside the outputs).
+2. Workers sort the shards one at a time and write each to a temporary name (shard_sorting.write_shard);
+   when all are written they are renamed, and the manifest is written last.
+Memory: a worker holds one block's instances in pass 1 and one shard in pass 2 (or, for a shard larger than
+sort_memory_bytes, sorted runs of that size merged from disk), whatever the corpus size. The scratch disk
+holds the output once more until the end. The bytes are those of pretraining_beam's pipeline.
 
 Nothing here imports TensorFlow: TFRecords are framed in Python (tfrecord_writer.py), which keeps the main
 process small (importing TensorFlow alone takes 600 MB) and the workers quick to start.
 """
 
 import collections
-import dataclasses
-import itertools
+import contextlib
+import glob
 import multiprocessing
 import os
-import random
+import shutil
+import tempfile
 import time
 
-from albert_tf.data import corpus
-from albert_tf.data.pretraining_instances import InstanceMaker, InstanceOptions, Vocabulary
-from albert_tf.data.tfrecord_writer import TFRecordWriter
-from albert_tf.data.tokenizer import AlbertTokenizer
-
-BLOCK_BYTES = 256 * 1024
+from albert_tf.data import pretraining_units, shard_sorting
+from albert_tf.data.file_systems import LocalFiles
+from albert_tf.data.pretraining_manifest import default_manifest_path
+from albert_tf.data.pretraining_units import BuildSummary
 
 
-class BuildError(ValueError):
-    """The build cannot produce records; the message says why (and names the file or flag)."""
+def _spill_task(settings, task, num_shards, scratch):
+    """Pass 1 for one task: appends its keyed instances to the spill files of this process. Returns stats."""
+    stats = collections.Counter()
+    by_shard = collections.defaultdict(list)
+    for shard, key, record in pretraining_units.task_instances(settings, task, num_shards, stats, LocalFiles):
+        by_shard[shard].append((key, record))
+    for shard, entries in by_shard.items():
+        with open(os.path.join(scratch, f"{shard:05d}.{os.getpid()}"), "ab") as handle:
+            handle.write(shard_sorting.pack_entries(entries))
+    return stats
 
 
-@dataclasses.dataclass(frozen=True)
-class BuildSettings:
-    """Everything that decides the bytes of the output (num_workers does not)."""
-
-    spm_model_file: str
-    do_lower_case: bool = True
-    options: InstanceOptions = InstanceOptions()
-    dupe_factor: int = 40
-    random_seed: int = 12345
-    shuffle_buffer_size: int = 10_000
-
-
-_WORKER_CACHE = {}
-
-
-def _tokenizer_and_maker(settings):
-    key = (settings.spm_model_file, settings.do_lower_case, settings.options)
-    if key not in _WORKER_CACHE:
-        tokenizer = AlbertTokenizer(settings.spm_model_file, do_lower_case=settings.do_lower_case)
-        _WORKER_CACHE.clear()
-        _WORKER_CACHE[key] = (
-            tokenizer,
-            InstanceMaker(settings.options, Vocabulary.from_sentencepiece(tokenizer.sp)),
-        )
-    return _WORKER_CACHE[key]
+def _write_shard(scratch, shard, path, gzip_compressed, memory_bytes):
+    """Pass 2 for one shard: sorts its spilled entries, writes them to path. Returns (shard, records)."""
+    spills = sorted(glob.glob(os.path.join(scratch, f"{shard:05d}.*")))
+    records = shard_sorting.write_shard(
+        shard_sorting.chained_entries(spills),
+        path,
+        gzip_compressed=gzip_compressed,
+        memory_bytes=memory_bytes,
+    )
+    for spill in spills:
+        os.remove(spill)
+    return shard, records
 
 
-def build_block(settings, block_index, documents):
-    """Serialized instances of one block of documents (lists of text lines), shuffled, and its statistics."""
-    tokenizer, maker = _tokenizer_and_maker(settings)
-    stats = collections.Counter(documents=len(documents))
-    ids = iter(tokenizer.encode_batch([line for document in documents for line in document]))
-    tokenized = []
-    for document in documents:
-        segments = [line_ids for line_ids in itertools.islice(ids, len(document)) if line_ids]
-        if sum(len(s) for s in segments) < 2:
-            stats["skipped_documents"] += 1
-            continue
-        tokenized.append(segments)
-    rng = random.Random(f"albert_tf:{settings.random_seed}:{block_index}")
-    records = []
-    for _ in range(settings.dupe_factor):
-        for index in range(len(tokenized)):
-            records.extend(maker.document_instances(tokenized, index, rng, stats))
-    rng.shuffle(records)
-    return records, stats
+def _star(call):
+    function, args = call
+    return function(*args)
 
 
-def _blocks(documents):
-    """Groups documents into blocks of about BLOCK_BYTES of text."""
-    block, size = [], 0
-    for document in documents:
-        block.append(document)
-        size += sum(len(line) for line in document)
-        if size >= BLOCK_BYTES:
-            yield block
-            block, size = [], 0
-    if block:
-        yield block
-
-
-def _block_results(settings, blocks, num_workers):
-    """build_block over blocks, results in block order, at most 4 blocks per worker in flight."""
+@contextlib.contextmanager
+def _runner(num_workers):
+    """A function that yields function(*args) for each (function, args) of a list, in any order, from a pool
+    of num_workers processes (in this process for 1)."""
     if num_workers <= 1:
-        for index, block in enumerate(blocks):
-            yield build_block(settings, index, block)
+        yield lambda calls: map(_star, calls)
         return
     with multiprocessing.get_context("spawn").Pool(num_workers) as pool:
-        pending = collections.deque()
-        for index, block in enumerate(blocks):
-            pending.append(pool.apply_async(build_block, (settings, index, block)))
-            if len(pending) >= 4 * num_workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+        yield lambda calls: pool.imap_unordered(_star, calls)
 
 
-class _ShuffleBuffer:
-    """A seeded shuffle buffer: push items, get back items in random order once it is full."""
-
-    def __init__(self, size, rng):
-        self.size, self.rng, self.items = size, rng, []
-
-    def push(self, item):
-        if len(self.items) < self.size:
-            self.items.append(item)
-            return None
-        index = self.rng.randrange(self.size)
-        out, self.items[index] = self.items[index], item
-        return out
-
-    def drain(self):
-        self.rng.shuffle(self.items)
-        yield from self.items
-        self.items = []
-
-
-@dataclasses.dataclass
-class BuildSummary:
-    """What a build read and wrote. `stats` holds the counters of pretraining_instances and build_block."""
-
-    input_files: list
-    output_files: list
-    bytes_read: int
-    replaced_lines: int
-    seconds: float
-    stats: collections.Counter
-
-    def __str__(self):
-        s = self.stats
-        masked = max(s["masked"], 1)
-        lines = [
-            f"create_pretraining_data: done in {self.seconds:.1f} s",
-            f"  input: {len(self.input_files)} file(s), {self.bytes_read / 1e6:.2f} MB, "
-            f"{s['documents']:,} documents ({s['skipped_documents']:,} skipped: too short for a pair), "
-            f"{self.replaced_lines:,} lines with invalid UTF-8 replaced",
-            f"  output: {len(self.output_files)} file(s), {s['instances']:,} instances "
-            f"({s['instances'] / max(self.seconds, 1e-9):,.0f}/s), {s['tokens']:,} tokens",
-            f"  masked: {s['masked'] / max(s['tokens'], 1):.1%} of tokens "
-            f"({s['masked_as_mask'] / masked:.1%} [MASK], {s['masked_kept'] / masked:.1%} kept, "
-            f"{s['masked_random'] / masked:.1%} random)",
-            f"  sentence order: {s['label_1'] / max(s['instances'], 1):.1%} label 1 (swapped or random next)",
-        ]
-        return "\n".join(lines)
-
-
-def build(input_files, output_files, settings, *, num_workers=1, gzip=False, errors="strict", progress=None):
-    """Reads input_files, writes TFRecords to output_files (each through a temporary name).
+def build(
+    input_files,
+    output_files,
+    settings,
+    *,
+    num_workers=1,
+    manifest_file=None,
+    sort_memory_bytes=shard_sorting.SORT_MEMORY_BYTES,
+    progress=None,
+):
+    """Reads input_files, writes key-sorted shards to output_files and a manifest beside them.
 
     Args:
       input_files: paths (see corpus.expand_patterns).
-      output_files: paths; instances are dealt to them round-robin.
-      settings: BuildSettings.
+      output_files: shard paths, in key order (pretraining_manifest.output_paths).
+      settings: pretraining_units.BuildSettings.
       num_workers: worker processes (1: in this process). Does not change the output.
-      gzip: GZIP-compress the records.
-      errors: "strict" or "replace" for invalid UTF-8 (corpus.LineReader).
+      manifest_file: where the manifest goes (default: pretraining_manifest.default_manifest_path).
+      sort_memory_bytes: a worker sorts a larger shard in runs of this size, merged from disk.
       progress: called with a one-line status every few seconds.
 
     Returns:
-      BuildSummary.
+      pretraining_units.BuildSummary.
 
     Raises:
-      BuildError, corpus.CorpusError: with the file, line or flag at fault; no output file is left behind.
+      BuildError, corpus.CorpusError: with the file, line or flag at fault; no output is left half-written
+      and files from an earlier build are kept.
     """
-    for path in output_files:
-        directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            raise BuildError(f"--output_file: directory {directory} of {path} does not exist")
-    _tokenizer_and_maker(settings)  # Fail early, naming the model file; in-process builds reuse it.
-    reader = corpus.LineReader(input_files, errors=errors)
-    temporaries = [f"{path}.tmp-{os.getpid()}" for path in output_files]
-    writers = [TFRecordWriter(path, gzip_compressed=gzip) for path in temporaries]
-    stats = collections.Counter()
-    buffer = _ShuffleBuffer(
-        settings.shuffle_buffer_size, random.Random(f"albert_tf:{settings.random_seed}:shuffle")
-    )
-    written = 0
     start = last_report = time.monotonic()
-
-    def write(record):
-        nonlocal written
-        writers[written % len(writers)].write(record)
-        written += 1
-
+    pretraining_units.check_output_directories(output_files, LocalFiles)
+    manifest_file = manifest_file or default_manifest_path(output_files)
+    pretraining_units.tokenizer_and_maker(settings, LocalFiles)  # Fail early, naming the model file.
+    work = [
+        task
+        for entry in pretraining_units.input_sizes(input_files, LocalFiles)
+        for task in pretraining_units.file_tasks(*entry)
+    ]
+    num_shards = len(output_files)
+    scratch = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output_files[0])), prefix=".tmp-spill-")
+    temporaries = [f"{path}.tmp-{os.getpid()}" for path in output_files]
+    stats = []
     try:
-        for records, block_stats in _block_results(settings, _blocks(corpus.documents(reader)), num_workers):
-            stats.update(block_stats)
-            for record in records:
-                out = buffer.push(record)
-                if out is not None:
-                    write(out)
-            if progress and time.monotonic() - last_report > 5:
-                last_report = time.monotonic()
-                rate = stats["instances"] / (last_report - start)
-                progress(
-                    f"{reader.bytes_read / 1e6:,.1f} MB read, {stats['documents']:,} documents, "
-                    f"{stats['instances']:,} instances ({rate:,.0f}/s)"
-                )
-        for record in buffer.drain():
-            write(record)
-        for writer in writers:
-            writer.close()
-        if stats["documents"] == 0:
-            raise BuildError(f"empty corpus: {', '.join(input_files)} hold no text")
-        if stats["instances"] == 0:
-            raise BuildError(
-                f"no instances: all {stats['documents']:,} documents of {', '.join(input_files)} are too "
-                "short for a pair of segments"
+        with _runner(num_workers) as run:
+            calls = [(_spill_task, (settings, task, num_shards, scratch)) for task in work]
+            for done, task_stats in enumerate(run(calls), start=1):
+                stats.append(task_stats)
+                if progress and time.monotonic() - last_report > 5:
+                    last_report = time.monotonic()
+                    instances = sum(s["instances"] for s in stats)
+                    progress(
+                        f"{done:,}/{len(work):,} blocks, {instances:,} instances "
+                        f"({instances / (last_report - start):,.0f}/s)"
+                    )
+            statistics = pretraining_units.add_counters(stats)
+            pretraining_units.check_statistics(statistics, input_files)
+            calls = [
+                (_write_shard, (scratch, shard, temporary, settings.gzip, sort_memory_bytes))
+                for shard, temporary in enumerate(temporaries)
+            ]
+            shard_records = dict(run(calls))
+            manifest = pretraining_units.publish(
+                settings,
+                input_files,
+                output_files,
+                temporaries,
+                shard_records,
+                statistics,
+                manifest_file,
+                LocalFiles,
             )
-        for temporary, path in zip(temporaries, output_files, strict=True):
-            os.replace(temporary, path)
     finally:
-        for writer in writers:
-            writer.close()
+        shutil.rmtree(scratch, ignore_errors=True)
         for temporary in temporaries:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-    return BuildSummary(
-        input_files=list(input_files),
-        output_files=list(output_files),
-        bytes_read=reader.bytes_read,
-        replaced_lines=reader.replaced_lines,
-        seconds=time.monotonic() - start,
-        stats=stats,
-    )
+            LocalFiles.remove(temporary)
+    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start)

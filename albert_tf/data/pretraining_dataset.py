@@ -13,6 +13,7 @@ import dataclasses
 import tensorflow as tf
 
 from albert_tf.data import features
+from albert_tf.data.pretraining_manifest import Manifest
 from albert_tf.data.tokenizer import CLS, MASK, SEP, SPECIAL_IDS
 
 
@@ -85,6 +86,40 @@ def check_records(file_patterns, max_seq_length, max_predictions_per_seq, flag, 
                 raise ValueError(
                     f"{flag}: {path} was built with {name} of length {found}, but {length_flag}={length}"
                 )
+
+
+def load_manifest(path):
+    """The Manifest of a create_pretraining_data build (any TensorFlow file system: gs:// too)."""
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        return Manifest.from_json(handle.read().decode("utf-8"), path)
+
+
+def manifest_records(manifest, skip_records=0, repeat=False):
+    """Serialized records of a build in its manifest's order, which is the build's global shuffle.
+
+    A resumed run passes the number of records it has consumed as skip_records: Manifest.locate finds the
+    shard and record from the per-shard counts, the shards before it are never opened, and only the records
+    before the start inside that one shard are read (not parsed).
+
+    Args:
+      manifest: a Manifest or the path of its JSON file.
+      skip_records: records of the order to pass over (past the total: later passes, when repeat).
+      repeat: after the last shard, start again from the first, forever.
+
+    Returns:
+      tf.data.Dataset of scalar tf.string records.
+    """
+    if isinstance(manifest, str):
+        manifest = load_manifest(manifest)
+    position = manifest.locate(skip_records)
+    paths = manifest.shard_paths()
+    compression = "GZIP" if manifest.settings["gzip"] else ""
+    records = tf.data.TFRecordDataset(paths[position.shard], compression).skip(position.record)
+    if position.shard + 1 < len(paths):
+        records = records.concatenate(tf.data.TFRecordDataset(paths[position.shard + 1 :], compression))
+    if repeat:
+        records = records.concatenate(tf.data.TFRecordDataset(paths, compression).repeat())
+    return records
 
 
 def pretraining_dataset(

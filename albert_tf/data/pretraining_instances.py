@@ -1,10 +1,8 @@
 """MLM + SOP training instances from tokenized documents: the original algorithm with its flaws fixed.
 
-Follows google-research/albert `create_pretraining_data.py` (see ../shared/REFERENCE.md), except:
+Follows google-research/albert `create_pretraining_data.py`, except:
 - SOP pairs always come from one document: a chunk of one segment is split inside that segment (at a word
   start where there is one) instead of taking B from another document (original issue #234).
-- `favor_shorter_ngram` does what its name says: p(n) ∝ 1/n (the original reversed the probabilities);
-  without it n is uniform.
 - Every draw, n-gram sizes included, comes from one seeded generator per block (the original drew n from
   NumPy's unseeded global generator, so its output could not be reproduced).
 - A word never runs across [SEP]; random replacements never draw <pad>, <unk> or the control pieces.
@@ -94,8 +92,11 @@ class InstanceOptions:
             raise ValueError(f"ngram must be at least 1, got {self.ngram}")
 
     def ngram_cumulative(self):
-        """Cumulative probabilities of n = 1..ngram."""
-        weights = [1 / n if self.favor_shorter_ngram else 1.0 for n in range(1, self.ngram + 1)]
+        """Cumulative probabilities of n = 1..ngram: p(n) ∝ 1/n, or reversed, p(n) ∝ 1/(ngram + 1 - n), when
+        not favor_shorter_ngram (the original's `pvals[::-1]`)."""
+        weights = [1 / n for n in range(1, self.ngram + 1)]
+        if not self.favor_shorter_ngram:
+            weights.reverse()
         total, running, out = sum(weights), 0.0, []
         for weight in weights:
             running += weight / total

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 
 from albert_tf.atomic_file import write_atomically
 from albert_tf.data import corpus
@@ -11,6 +12,10 @@ from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece, sentenc
 
 class TrainingError(ValueError):
     """SentencePiece refused the corpus or the settings; the message says which."""
+
+
+# SentencePiece's own words when the corpus has fewer distinct pieces than asked for (it states the bound).
+_TOO_FEW_PIECES = re.compile(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)")
 
 
 def train(
@@ -69,6 +74,13 @@ def train(
     except RuntimeError as error:
         if counts["lines"] == 0:
             raise TrainingError(f"{', '.join(paths)}: no text to train on (every line is blank)") from None
+        too_few = _TOO_FEW_PIECES.search(str(error))
+        if too_few:
+            raise TrainingError(
+                f"--vocab_size={vocab_size} is too large for {', '.join(paths)}: its {counts['lines']:,} "
+                f"lines support a vocabulary of at most {int(too_few.group(2)):,} pieces; pass "
+                f"--vocab_size={too_few.group(2)} or less, or train on more text"
+            ) from None
         raise TrainingError(f"SentencePiece: {error}") from None
     write_atomically(f"{model_prefix}.model", model.getvalue())
     processor = load_sentencepiece(f"{model_prefix}.model")

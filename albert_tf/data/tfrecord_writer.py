@@ -17,10 +17,13 @@ def masked_crc32c(data):
 
 
 class TFRecordWriter:
-    """Writes records to path; a context manager. GZIP-compressed with gzip=True."""
+    """Writes records to path; a context manager. GZIP-compressed with gzip_compressed=True.
 
-    def __init__(self, path, gzip_compressed=False):
-        self._raw = open(path, "wb")  # noqa: SIM115 (closed by close())
+    open_file(path) opens it for binary writing (file_systems.BeamFiles().open_write for gs:// and the like).
+    """
+
+    def __init__(self, path, gzip_compressed=False, open_file=None):
+        self._raw = open_file(path) if open_file else open(path, "wb")  # noqa: SIM115 (closed by close())
         self._out = (
             gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=6)
             if (gzip_compressed)

@@ -1,12 +1,21 @@
+import os
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.data import features
-from albert_tf.data.pretraining_builder import BuildSettings, build
-from albert_tf.data.pretraining_dataset import OnlineMasking, parse_spec, pretraining_dataset
+from albert_tf.data.pretraining_builder import build
+from albert_tf.data.pretraining_dataset import (
+    OnlineMasking,
+    load_manifest,
+    manifest_records,
+    parse_spec,
+    pretraining_dataset,
+)
 from albert_tf.data.pretraining_instances import InstanceOptions
+from albert_tf.data.pretraining_units import BuildSettings
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
@@ -14,19 +23,24 @@ from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
 SEQ, PREDICTIONS = 32, 5
 
 
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("records")
+def _build_records(directory, lines, shards, gzip=False):
+    """Records of the sample corpus's first lines in shards part-0.tfrecord, ...; their paths."""
     text = directory / "text.txt"
-    text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:300]) + "\n")
-    outputs = [str(directory / f"part-{i}.tfrecord") for i in range(3)]
+    text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:lines]) + "\n")
+    outputs = [str(directory / f"part-{i}.tfrecord") for i in range(shards)]
     settings = BuildSettings(
         spm_model_file=str(SAMPLE_SPM),
         options=InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS),
         dupe_factor=1,
+        gzip=gzip,
     )
     build([str(text)], outputs, settings)
     return outputs
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    return _build_records(tmp_path_factory.mktemp("records"), lines=300, shards=3)
 
 
 def _raw(paths):
@@ -160,3 +174,24 @@ def test_missing_pattern_is_named(records):
             max_seq_length=SEQ,
             max_predictions_per_seq=PREDICTIONS,
         )
+
+
+def test_manifest_records_start_where_reading_everything_and_skipping_would(tmp_path):
+    outputs = _build_records(tmp_path, lines=200, shards=5, gzip=True)
+    manifest = load_manifest(str(tmp_path / "part-0.tfrecord.manifest.json"))
+    everything = [r.numpy() for path in outputs for r in tf.data.TFRecordDataset(path, "GZIP")]
+    counts = [shard["records"] for shard in manifest.shards]
+    assert sum(counts) == len(everything) > 40 and min(counts) > 0
+    boundary = counts[0] + counts[1]  # the first record of the third shard
+    for skip in (0, 1, counts[0] - 1, counts[0], boundary, boundary + 3, len(everything) - 1):
+        got = [r.numpy() for r in manifest_records(manifest, skip_records=skip)]
+        assert got == everything[skip:], skip
+    # Past the end: the next pass, when repeating.
+    again = manifest_records(
+        str(tmp_path / "part-0.tfrecord.manifest.json"), len(everything) + 7, repeat=True
+    )
+    assert [r.numpy() for r in again.take(len(everything))] == everything[7:] + everything[:7]
+    # The shards before the start are not opened: the start lies in the third shard.
+    for path in outputs[:2]:
+        os.remove(path)
+    assert [r.numpy() for r in manifest_records(manifest, boundary + 3)] == everything[boundary + 3 :]

@@ -39,7 +39,10 @@ def test_vocabulary_from_sentencepiece_excludes_special_ids_from_replacements():
 
 def test_ngram_probabilities():
     assert InstanceOptions().ngram_cumulative() == pytest.approx([6 / 11, 9 / 11, 1.0])
-    assert InstanceOptions(favor_shorter_ngram=False).ngram_cumulative() == pytest.approx([1 / 3, 2 / 3, 1.0])
+    # The original reverses the probabilities: longer n-grams favoured (2/11, 3/11, 6/11), not uniform.
+    longer = InstanceOptions(favor_shorter_ngram=False)
+    assert longer.ngram_cumulative() == pytest.approx([2 / 11, 5 / 11, 1.0])
+    assert InstanceOptions(ngram=2, favor_shorter_ngram=False).ngram_cumulative() == pytest.approx([1 / 3, 1])
 
 
 def _documents(count, sentences, length, rng):

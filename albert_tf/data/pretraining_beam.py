@@ -1,0 +1,169 @@
+"""The pretraining-data build as an Apache Beam pipeline (`create_pretraining_data --runner=beam`): Dataflow,
+Flink, Spark, or local processes; the bytes of the local builder (pretraining_builder), whatever the runner.
+
+    input files → tasks (blocks) → instances keyed by hash(seed, unit, index), by shard (key range)
+      → GroupByKey(shard) → sort by key, write the shard to a temporary name (shard_sorting.write_shard)
+      → records per shard and the summed statistics, to a temporary JSON file
+    then, in this process: check, rename the shards, write the manifest (pretraining_units.publish).
+
+Beam's own WriteToTFRecord is not used: it writes different bytes on every run (a random first shard, uuid
+temporary names). Shards are written the way TensorFlow Datasets' BeamWriter does it instead: each group of a
+key range sorted by key, written by one worker. A shard larger than sort_memory_bytes is sorted in runs on
+the worker's disk and merged, so workers need no more memory than that.
+
+Workers import this package, sentencepiece and google-crc32c, never TensorFlow. Every path (inputs, outputs,
+the SentencePiece model) may be on any file system Beam knows (gs:// on Dataflow).
+"""
+
+import collections
+import json
+import time
+import uuid
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from albert_tf.data import pretraining_units, shard_sorting
+from albert_tf.data.file_systems import BeamFiles
+from albert_tf.data.pretraining_manifest import default_manifest_path
+from albert_tf.data.pretraining_units import BuildError, BuildSummary
+
+_STATS = "statistics"
+
+
+def pipeline_arguments(spec, num_workers=2):
+    """Beam arguments from TFDS-style `--beam_pipeline_options` ("runner=DataflowRunner,project=p,...").
+
+    Without a runner: Beam's DirectRunner in num_workers local processes (FnApiRunner, in this process, for
+    one). Beam 2.77's default DirectRunner would first try to download a runner binary.
+    """
+    arguments = [f"--{item.strip()}" for item in spec.split(",") if item.strip()] if spec else []
+    if not any(argument.startswith("--runner=") for argument in arguments):
+        if num_workers <= 1:
+            arguments.append("--runner=FnApiRunner")
+        else:
+            arguments += [
+                "--runner=DirectRunner",
+                "--direct_running_mode=multi_processing",
+                f"--direct_num_workers={num_workers}",
+                "--default_sdk_harness_log_level=WARNING",
+            ]
+    return arguments
+
+
+def _task_instances(task, settings, num_shards):
+    """(shard, (key, record)) for each instance of a task, then its statistics on the _STATS output."""
+    stats = collections.Counter()
+    for shard, key, record in pretraining_units.task_instances(
+        settings, task, num_shards, stats, BeamFiles()
+    ):
+        yield shard, (key, record)
+    yield beam.pvalue.TaggedOutput(_STATS, dict(stats))
+
+
+def _write_shard(shard_entries, temporaries, gzip_compressed, memory_bytes):
+    """Sorts one shard's (key, record) entries and writes them to its temporary name: (shard, records)."""
+    shard, entries = shard_entries
+    records = shard_sorting.write_shard(
+        entries,
+        temporaries[shard],
+        gzip_compressed=gzip_compressed,
+        memory_bytes=memory_bytes,
+        files=BeamFiles(),
+    )
+    return shard, records
+
+
+def _write_results(_, path, shard_records, statistics):
+    """What the launcher needs to publish the build, as JSON at path."""
+    with BeamFiles().open_write(path) as handle:
+        content = {"shard_records": sorted(shard_records), "statistics": statistics}
+        handle.write(json.dumps(content).encode("utf-8"))
+
+
+def _run_pipeline(options, inputs, settings, temporaries, results_path, sort_memory_bytes):
+    """Runs the pipeline (module docstring) to its end. Its errors come back as the runner raises them:
+    in-process as they were raised (with a note on the step), from worker processes as a RuntimeError
+    holding the remote traceback; the error's own last line is what names the file or flag."""
+    try:
+        with beam.Pipeline(options=options) as pipeline:
+            tagged = (
+                pipeline
+                | "Inputs" >> beam.Create(inputs)
+                # Tasks are listed on the workers (a graph holding every block would not fit Dataflow's
+                # job size limit) and spread over them.
+                | "Tasks" >> beam.FlatMapTuple(pretraining_units.file_tasks)
+                | "Spread" >> beam.Reshuffle()
+                | "Instances"
+                >> beam.FlatMap(_task_instances, settings, len(temporaries))
+                .with_output_types(beam.typehints.Tuple[int, beam.typehints.Any])
+                .with_outputs(_STATS, main="instances")
+            )
+            statistics = tagged[_STATS] | "Statistics" >> beam.CombineGlobally(pretraining_units.add_counters)
+            written = (
+                tagged.instances
+                | "GroupByShard" >> beam.GroupByKey()
+                | "WriteShards" >> beam.Map(_write_shard, temporaries, settings.gzip, sort_memory_bytes)
+            )
+            _ = (
+                pipeline
+                | "Once" >> beam.Create([None])
+                | "Results"
+                >> beam.Map(
+                    _write_results,
+                    results_path,
+                    shard_records=beam.pvalue.AsList(written),
+                    statistics=beam.pvalue.AsSingleton(statistics),
+                )
+            )
+    except ValueError:
+        raise
+    except Exception as error:  # noqa: BLE001 (any runner's wrapping of a worker's error)
+        lines = [line.strip() for line in str(error).splitlines() if "Error: " in line]
+        raise BuildError(f"the Beam pipeline failed: {lines[-1] if lines else error}") from error
+
+
+def build(
+    input_files,
+    output_files,
+    settings,
+    *,
+    pipeline_options="",
+    num_workers=2,
+    manifest_file=None,
+    sort_memory_bytes=shard_sorting.SORT_MEMORY_BYTES,
+):
+    """Runs the build as a Beam pipeline; arguments and result as pretraining_builder.build.
+
+    Args:
+      pipeline_options: comma-separated Beam options, as `--beam_pipeline_options` (pipeline_arguments).
+      num_workers: local processes when pipeline_options names no runner.
+    """
+    start = time.monotonic()
+    files = BeamFiles()
+    pretraining_units.check_output_directories(output_files, files)
+    manifest_file = manifest_file or default_manifest_path(output_files)
+    pretraining_units.tokenizer_and_maker(settings, files)  # Fail early, naming the model file.
+    inputs = pretraining_units.input_sizes(input_files, files)
+    token = uuid.uuid4().hex[:12]
+    temporaries = [f"{path}.tmp-{token}" for path in output_files]
+    results_path = f"{manifest_file}.tmp-{token}-results.json"
+    options = PipelineOptions(pipeline_arguments(pipeline_options, num_workers))
+    try:
+        _run_pipeline(options, inputs, settings, temporaries, results_path, sort_memory_bytes)
+        with files.open_read(results_path) as handle:
+            results = json.loads(handle.read())
+        manifest = pretraining_units.publish(
+            settings,
+            input_files,
+            output_files,
+            temporaries,
+            {shard: records for shard, records in results["shard_records"]},
+            results["statistics"],
+            manifest_file,
+            files,
+        )
+    finally:
+        for path in [*temporaries, results_path]:
+            files.remove(path)
+    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start)
