@@ -17,9 +17,9 @@ setup(
     install_requires=[
         "tensorflow==2.21.*",
         "tensorflow-text==2.21.*",
-        # The SentencePiece that tensorflow-text's ops embed segments like 0.1.99; 0.2 breaks score ties the
-        # other way ("ww" "w" vs "w" "ww"), so the Python and in-graph tokenizers would disagree.
-        "sentencepiece==0.1.99",
+        # 0.2.1 gives tensorflow-text 2.21's in-graph ids (bench/tokenizer_parity.py, README "Tokenizer") and,
+        # unlike 0.1.99, does not crash when loaded after TensorFlow.
+        "sentencepiece>=0.2.1",
         "absl-py",
         # TensorBoard summaries of training runs (TensorFlow 2.21 no longer brings it).
         "tensorboard",

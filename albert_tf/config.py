@@ -1,8 +1,10 @@
 """`AlbertConfig`: the model hyperparameters, in the original `albert_config.json` keys.
 
-A released `albert_config.json` loads unchanged: its keys that the original code never reads
-(`net_structure_type`, `gap_size`, `num_memory_blocks`, `down_scale_factor`) are accepted and ignored.
-One key is ours: `sharing`, the paper's named cross-layer sharing strategies (Lan et al. 2020, Table 4).
+A released `albert_config.json` (v1 or v2) loads unchanged: its keys that the original modeling code never
+reads (`net_structure_type`, `layers_to_keep`, `gap_size`, `num_memory_blocks`, `down_scale_factor`) are
+accepted and ignored, and `hidden_act` is read in any case, as the original's `get_activation` lowercases it.
+A key no release has is refused, naming it: it is most likely a typo. Two keys are ours: `sharing`, the
+paper's named cross-layer sharing strategies (Lan et al. 2020, Table 4), and `embedding_projection`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from typing import Any
 
 from albert_tf.atomic_file import write_atomically
 
-# Keys present in Google's released config files that the original modeling code never uses.
-IGNORED_KEYS = frozenset({"net_structure_type", "gap_size", "num_memory_blocks", "down_scale_factor"})
+# Keys of Google's released config files that the original modeling code never uses (`layers_to_keep`,
+# e.g. `[]`, appears in the v1 xxlarge release).
+IGNORED_KEYS = frozenset(
+    {"net_structure_type", "layers_to_keep", "gap_size", "num_memory_blocks", "down_scale_factor"}
+)
 
 # The paper's sharing strategies. `None` means: follow `num_hidden_groups` / `inner_group_num`.
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
@@ -54,7 +59,8 @@ class AlbertConfig:
         inner_group_num: int, default 1. Distinct blocks run one after another inside each layer.
         num_attention_heads: int, default 64. Must divide `hidden_size`.
         intermediate_size: int, default 16384. Width of the feed-forward layer.
-        hidden_act: str, default "gelu". One of `ACTIVATIONS`; "gelu" is the tanh approximation.
+        hidden_act: str, default "gelu". One of `ACTIVATIONS` in any case (stored lowercased); "gelu"
+            is the tanh approximation.
         hidden_dropout_prob: float, default 0.0. Dropout on embeddings and sub-layer outputs.
         attention_probs_dropout_prob: float, default 0.0. Dropout on attention probabilities.
         max_position_embeddings: int, default 512. Longest sequence the model accepts.
@@ -91,6 +97,8 @@ class AlbertConfig:
     embedding_projection: bool | None = None
 
     def __post_init__(self):
+        if isinstance(self.hidden_act, str):
+            object.__setattr__(self, "hidden_act", self.hidden_act.lower())
         self._validate()
 
     def _validate(self):

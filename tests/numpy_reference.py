@@ -1,4 +1,5 @@
-"""The original ALBERT equations in NumPy (float64), written from the paper and REFERENCE.md."""
+"""The original ALBERT equations in NumPy (float64), written from the paper (Lan et al. 2020,
+arXiv:1909.11942) and the original code (google-research/albert `modeling.py`)."""
 
 import numpy as np
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import IGNORED_KEYS, AlbertConfig
 from tests.helpers import tiny_config
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs")
@@ -30,31 +30,50 @@ def test_shipped_configs_load(name):
     assert config.vocab_size > 0 and config.hidden_size % config.num_attention_heads == 0
 
 
-def test_released_v2_base_config_loads_with_unused_keys(tmp_path):
-    # The key set of Google's albert_base v2 `albert_config.json`, unused keys included.
-    released = {
-        "attention_probs_dropout_prob": 0,
-        "hidden_act": "gelu",
-        "hidden_dropout_prob": 0,
-        "embedding_size": 128,
-        "hidden_size": 768,
-        "initializer_range": 0.02,
-        "intermediate_size": 3072,
-        "max_position_embeddings": 512,
-        "num_attention_heads": 12,
-        "num_hidden_layers": 12,
-        "num_hidden_groups": 1,
-        "net_structure_type": 0,
-        "gap_size": 0,
-        "num_memory_blocks": 0,
-        "inner_group_num": 1,
-        "down_scale_factor": 1,
-        "type_vocab_size": 2,
-        "vocab_size": 30000,
-    }
+# The key sets of Google's released albert_config.json files (albert_{base,large,xlarge,xxlarge}, v1 and
+# v2), with albert_base's values: every v2 file and the v1 base, large and xlarge files carry these 18
+# keys; the v1 xxlarge file also carries "layers_to_keep": []. The v1 base, large and xlarge files set both
+# dropouts to 0.1, the others to 0.
+RELEASED_V2 = {
+    "attention_probs_dropout_prob": 0,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0,
+    "embedding_size": 128,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "num_hidden_groups": 1,
+    "net_structure_type": 0,
+    "gap_size": 0,
+    "num_memory_blocks": 0,
+    "inner_group_num": 1,
+    "down_scale_factor": 1,
+    "type_vocab_size": 2,
+    "vocab_size": 30000,
+}
+RELEASED_V1 = {**RELEASED_V2, "attention_probs_dropout_prob": 0.1, "hidden_dropout_prob": 0.1}
+RELEASED_V1_XXLARGE = {**RELEASED_V2, "layers_to_keep": []}
+
+
+@pytest.mark.parametrize(
+    "released", [RELEASED_V2, RELEASED_V1, RELEASED_V1_XXLARGE], ids=["v2", "v1", "v1-xxl"]
+)
+def test_released_configs_load_with_their_unused_keys(tmp_path, released):
     config = AlbertConfig.from_json_file(write_json(tmp_path, released))
     assert (config.embedding_size, config.hidden_size, config.num_hidden_layers) == (128, 768, 12)
+    assert config.hidden_dropout_prob == released["hidden_dropout_prob"]
     assert config.sharing is None and config.head_size == 64
+    assert set(config.to_dict()) == set(released) - IGNORED_KEYS
+
+
+@pytest.mark.parametrize("spelling", ["GELU", "Gelu", "gelu"])
+def test_hidden_act_is_read_in_any_case(spelling):
+    config = tiny_config(hidden_act=spelling)
+    assert config.hidden_act == "gelu"
+    assert AlbertConfig.from_dict({**config.to_dict(), "hidden_act": spelling.swapcase()}) == config
 
 
 def test_json_round_trip(tmp_path):

@@ -1,6 +1,6 @@
 """MLM + SOP training instances from tokenized documents: the original algorithm with its flaws fixed.
 
-Follows google-research/albert `create_pretraining_data.py`, except:
+Follows google-research/albert `create_pretraining_data.py` (Lan et al. 2020, arXiv:1909.11942), except:
 - SOP pairs always come from one document: a chunk of one segment is split inside that segment (at a word
   start where there is one) instead of taking B from another document (original issue #234).
 - Every draw, n-gram sizes included, comes from one seeded generator per block (the original drew n from

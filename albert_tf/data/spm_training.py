@@ -4,10 +4,12 @@ import io
 import os
 import re
 
+import sentencepiece
+
 from albert_tf.atomic_file import write_atomically
 from albert_tf.data import corpus
 from albert_tf.data.normalization import preprocess_text
-from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece, sentencepiece
+from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece
 
 
 class TrainingError(ValueError):
@@ -39,14 +41,20 @@ def train(
     """
     reader = corpus.LineReader(paths, errors=errors)
     counts = {"lines": 0}
+    unreadable = []
 
     def sentences():
-        for lines in reader.files():
-            for line in lines:
-                text = preprocess_text(line, lower=do_lower_case)
-                if text:
-                    counts["lines"] += 1
-                    yield text
+        # SentencePiece does not pass on an exception raised by its sentence iterator (it trains on the
+        # lines read so far, or fails with an error of its own): keep the reader's error and raise it below.
+        try:
+            for lines in reader.files():
+                for line in lines:
+                    text = preprocess_text(line, lower=do_lower_case)
+                    if text:
+                        counts["lines"] += 1
+                        yield text
+        except corpus.CorpusError as error:
+            unreadable.append(error)
 
     directory = os.path.dirname(os.path.abspath(model_prefix))
     if not os.path.isdir(directory):
@@ -72,6 +80,8 @@ def train(
             minloglevel=2,
         )
     except RuntimeError as error:
+        if unreadable:
+            raise unreadable[0] from None
         if counts["lines"] == 0:
             raise TrainingError(f"{', '.join(paths)}: no text to train on (every line is blank)") from None
         too_few = _TOO_FEW_PIECES.search(str(error))
@@ -82,6 +92,8 @@ def train(
                 f"--vocab_size={too_few.group(2)} or less, or train on more text"
             ) from None
         raise TrainingError(f"SentencePiece: {error}") from None
+    if unreadable:
+        raise unreadable[0]
     write_atomically(f"{model_prefix}.model", model.getvalue())
     processor = load_sentencepiece(f"{model_prefix}.model")
     vocab = "".join(

@@ -6,34 +6,11 @@ online pipelines); tests/data/test_tf_tokenizer.py checks the two agree.
 
 import dataclasses
 import functools
-import os
-import sys
 
 import numpy as np
+import sentencepiece
 
 from albert_tf.data.normalization import PIECE_PREFIX, preprocess_text
-
-
-def _import_sentencepiece():
-    """Imports sentencepiece resolving its own symbols first (RTLD_DEEPBIND).
-
-    sentencepiece 0.1.99 (pinned in setup.py: it segments like the SentencePiece inside tensorflow_text's ops)
-    crashes when loaded after tensorflow_text unless it binds to the copy of protobuf it carries.
-    """
-    if "sentencepiece" in sys.modules or not hasattr(os, "RTLD_DEEPBIND"):
-        import sentencepiece
-
-        return sentencepiece
-    flags = sys.getdlopenflags()
-    sys.setdlopenflags(os.RTLD_NOW | os.RTLD_DEEPBIND)
-    try:
-        import sentencepiece
-    finally:
-        sys.setdlopenflags(flags)
-    return sentencepiece
-
-
-sentencepiece = _import_sentencepiece()
 
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 # The ids the ALBERT recipe gives these pieces (train_tokenizer enforces them; released models have them).

@@ -1,9 +1,12 @@
 """The original ALBERT optimizers: LAMB for pretraining, Adam with decoupled weight decay for fine-tuning.
 
 Both follow google-research/albert (`lamb_optimizer.py`, `optimization.py`), not the textbook versions:
-no bias correction, weight decay added to the update (so LAMB's trust ratio sees it), variables whose path
-matches "LayerNorm", "layer_norm" or "bias" get neither weight decay nor LAMB's trust ratio, and gradients
-are clipped to a global norm of 1.0 after they are summed across replicas.
+no bias correction, weight decay added to the update (so LAMB's trust ratio sees it), and variables whose
+path matches "LayerNorm", "layer_norm" or "bias" get neither weight decay nor LAMB's trust ratio.
+
+One deliberate difference: gradients are clipped to a global norm of 1.0 after they are summed across
+replicas. The original clips each TPU shard's gradient before `CrossShardOptimizer` sums them, so its update
+depends on the number of shards; clipping the sum makes the update the same for any replica count.
 
 They are Keras optimizers: `model.compile(optimizer=Lamb(...))` works, as does `optimizer.apply(grads)` in a
 custom loop, and `keras.optimizers.LossScaleOptimizer` wraps them for float16.
@@ -64,8 +67,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._adapted = [not self._excluded(v) for v in var_list]
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
-        # Keras clips in apply(), before this cross-replica sum: each replica would clip its own share. The
-        # original clips the whole batch's gradient, so clipping happens here, on the sum.
+        # Keras clips in apply(), before this cross-replica sum, as the original clips each TPU shard's
+        # gradient: the update would depend on the replica count. Clipping the sum here makes it the same
+        # update for any count (a deliberate difference from the original).
         grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
         if not self.clip_global_norm:
             return grads_and_vars

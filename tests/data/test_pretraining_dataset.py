@@ -142,9 +142,29 @@ def test_online_masking_draws_whole_words_anew_each_epoch(records):
         np.testing.assert_array_equal(batch["input_word_ids"].numpy()[row][untouched], original[untouched])
     again = next(iter(pretraining_dataset(records, **kwargs)))
     np.testing.assert_array_equal(again["masked_lm_positions"], positions)  # same seed, same masks
-    training = pretraining_dataset(records, **{**kwargs, "is_training": True, "batch_size": len(raw)})
-    epoch_1, epoch_2 = [b for _, b in zip(range(2), training, strict=False)]
-    assert not np.array_equal(epoch_1["masked_lm_positions"], epoch_2["masked_lm_positions"])
+    # Training repeats the records; the same record gets other masks the next time round (not merely
+    # another position in the shuffled order).
+    training = pretraining_dataset(records, **{**kwargs, "is_training": True, "batch_size": 4 * len(raw)})
+    masks_by_record = {}
+    for row in _rows(next(iter(training))):
+        masks_by_record.setdefault(row["original"], []).append(row["positions"])
+    repeated = [masks for masks in masks_by_record.values() if len(masks) > 1]
+    assert len(repeated) > 0.5 * len(raw)
+    assert sum(len(set(masks)) > 1 for masks in repeated) > 0.8 * len(repeated)
+
+
+def _rows(batch):
+    """Per example: the unmasked ids (bytes, a record's identity) and its masked positions (tuple)."""
+    rows = []
+    for ids, positions, labels, weights in zip(
+        *(batch[name].numpy() for name in ("input_word_ids", "masked_lm_positions", "masked_lm_ids",
+                                           "masked_lm_weights")), strict=True
+    ):  # fmt: skip
+        chosen = positions[weights > 0]
+        original = ids.copy()
+        original[chosen] = labels[weights > 0]
+        rows.append({"original": original.tobytes(), "positions": tuple(chosen)})
+    return rows
 
 
 def test_reader_feeds_the_pretrainer(records):

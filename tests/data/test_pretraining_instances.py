@@ -99,13 +99,16 @@ def test_masking_statistics_whole_words_and_feature_layout():
     assert abs(stats["masked_kept"] / masked - 0.1) < 0.03
     assert abs(stats["masked_random"] / masked - 0.1) < 0.03
     assert abs(stats["masked"] / stats["tokens"] - 0.15) < 0.02
+    short_of_budget = 0
     for example in examples:
         count = int(sum(example["masked_lm_weights"]))
         positions = example["masked_lm_positions"][:count]
         assert positions == sorted(positions) and len(set(positions)) == count
         assert example["masked_lm_positions"][count:] == [0] * (20 - count)
         length = sum(example["input_mask"])
-        assert count == min(20, max(1, round(length * 0.15))) or count < min(20, round(length * 0.15)) + 1
+        budget = min(20, max(1, round(length * 0.15)))  # the original's number of predictions
+        assert count <= budget
+        short_of_budget += count < budget
         for p in positions:
             assert example["input_ids"][p] != 2 and example["input_ids"][p] != 3
         # Whole words: a masked continuation piece has its word start masked too (labels hold the originals).
@@ -119,6 +122,8 @@ def test_masking_statistics_whole_words_and_feature_layout():
         assert boundary[0] == 1 and all(
             boundary[i] == int(original[i] in (2, 3) or VOCAB.word_start[original[i]]) for i in range(length)
         )
+    # Whole words sometimes do not fit the tokens left (14 of 287 examples here); most fill the budget.
+    assert short_of_budget < 0.1 * len(examples)
 
 
 def test_same_seed_same_records_other_seed_other_records():

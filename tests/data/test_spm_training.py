@@ -1,10 +1,35 @@
+"""train_tokenizer's SentencePiece training: the ALBERT recipe, and clear errors for bad corpora."""
+
 import re
 
 import pytest
 
-from albert_tf.data import spm_training
-from albert_tf.data.tokenizer import load_sentencepiece
+from albert_tf.data import corpus, spm_training
+from albert_tf.data.tokenizer import AlbertTokenizer, load_sentencepiece
 from tests.helpers import SAMPLE_CORPUS
+
+
+def _corpus(path, last_line=b"the last line\n"):
+    lines = [f"line {i} of a small corpus, with words to learn pieces from".encode() for i in range(300)]
+    path.write_bytes(b"\n".join(lines) + b"\n" + last_line)
+    return str(path)
+
+
+def test_trains_the_albert_special_pieces(tmp_path):
+    summary = spm_training.train([_corpus(tmp_path / "text.txt")], str(tmp_path / "spm"), vocab_size=60)
+    assert "301 lines" in summary and "60 pieces" in summary
+    tokenizer = AlbertTokenizer(tmp_path / "spm.model")  # checks <pad>=0 ... [MASK]=4
+    assert tokenizer.vocab_size == 60
+
+
+def test_invalid_utf8_names_the_line_and_writes_nothing(tmp_path):
+    # The bad line comes last: SentencePiece would train on the 300 good lines before it and succeed.
+    path = _corpus(tmp_path / "text.txt", last_line=b"caf\xe9\n")
+    with pytest.raises(corpus.CorpusError, match=r"text\.txt:301: invalid UTF-8"):
+        spm_training.train([path], str(tmp_path / "spm"), vocab_size=60)
+    assert not list(tmp_path.glob("spm*"))
+    spm_training.train([path], str(tmp_path / "spm"), vocab_size=60, errors="replace")
+    assert (tmp_path / "spm.model").exists()
 
 
 def test_too_large_vocabulary_names_the_largest_the_corpus_supports(tmp_path):

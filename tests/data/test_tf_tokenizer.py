@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 from albert_tf.data.tokenizer import AlbertTokenizer
@@ -26,9 +27,30 @@ def test_in_graph_ids_equal_python_ids_on_varied_lines(tokenizers):
     _assert_same_ids(tokenizers, varied_lines(3000, seed=7))
 
 
-def test_in_graph_ids_equal_python_ids_on_the_sample_corpus(tokenizers):
-    lines = [line for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:2000]]
+def test_in_graph_ids_equal_python_ids_on_the_whole_sample_corpus(tokenizers):
+    lines = [line for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    assert len(lines) == 14_215
     _assert_same_ids(tokenizers, lines)
+
+
+def test_exact_score_ties_break_the_same_way(tmp_path):
+    # The sample model with "w", "ww", "www" (and their word-initial forms) scored -1, -2, -3: every
+    # segmentation of a run of w's then scores the same (-4 for "wwww": w+www, www+w, ww+ww, w+w+ww, ...),
+    # so the ids depend on how each SentencePiece build breaks ties.
+    model = sentencepiece_model_pb2.ModelProto.FromString(SAMPLE_SPM.read_bytes())
+    pieces = {piece.piece: piece for piece in model.pieces}
+    for text, score in (("w", -1.0), ("ww", -2.0), ("www", -3.0)):
+        for piece in (text, "\u2581" + text):
+            if piece not in pieces:
+                pieces[piece] = model.pieces.add(piece=piece, type=model.SentencePiece.Type.NORMAL)
+            pieces[piece].score = score
+    path = tmp_path / "ties.model"
+    path.write_bytes(model.SerializeToString())
+    python, graph = AlbertTokenizer(path), InGraphTokenizer(str(path))
+    lines = ["wwww", "xwwww", "a wwwww b", "wwwwwww, ww-www", "kiwwwi"]
+    run = python.tokenize("xwwww")[1:]  # after "▁x": one of the segmentations that all score -4
+    assert "".join(run) == "wwww" and set(run) <= {"w", "ww", "www"}
+    _assert_same_ids((python, graph), lines)
 
 
 def test_in_graph_pieces_equal_python_pieces(tokenizers):

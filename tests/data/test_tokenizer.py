@@ -1,7 +1,8 @@
 import pytest
+import sentencepiece
 
 from albert_tf.data import normalization
-from albert_tf.data.tokenizer import AlbertTokenizer, TokenizerError, sentencepiece, truncated_lengths
+from albert_tf.data.tokenizer import AlbertTokenizer, TokenizerError, truncated_lengths
 from tests.helpers import SAMPLE_SPM
 
 

@@ -1,11 +1,16 @@
 """LAMB and AdamWeightDecay against a NumPy transcription of the original update (lamb_optimizer.py)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
 
+from albert_tf.checkpoints.tf1_variables import tf1_variable_map
+from albert_tf.models import AlbertEncoder, AlbertPretrainer
 from albert_tf.training.optimizers import AdamWeightDecay, Lamb, create_optimizer
 from albert_tf.training.schedules import WarmupPolynomialDecay
+from tests.helpers import tiny_config
 
 B1, B2, EPS, WD = 0.9, 0.999, 1e-6, 0.01
 
@@ -73,6 +78,54 @@ def test_trust_ratio_makes_lamb_differ_from_adamw():
         results.append([np.asarray(v) for v in model.trainable_variables])
     assert np.abs(results[0][0] - results[1][0]).max() > 1e-3  # the kernel: trust ratio applies
     np.testing.assert_allclose(results[0][1], results[1][1])  # the bias: excluded, same update
+
+
+# The original's exclusions (run_pretraining.py, run_classifier.py), searched in its TF1 variable names.
+ORIGINAL_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
+
+
+def pretrainer_variables():
+    """A real pretrainer's trainable variables (2 groups x 2 inner blocks), set to random non-zero values,
+    and whether the original would exclude each, judged by its original name."""
+    pretrainer = AlbertPretrainer(
+        AlbertEncoder(tiny_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2))
+    )
+    original_names = {id(variable): name for name, variable in tf1_variable_map(pretrainer).items()}
+    variables = pretrainer.trainable_variables
+    assert sorted(original_names) == sorted(id(variable) for variable in variables)
+    rng = np.random.default_rng(5)
+    for variable in variables:
+        variable.assign(rng.uniform(0.5, 1.5, size=variable.shape).astype("float32"))
+    excluded = [
+        any(re.search(pattern, original_names[id(v)]) for pattern in ORIGINAL_EXCLUSIONS) for v in variables
+    ]
+    assert 0 < sum(excluded) < len(variables)
+    return variables, excluded
+
+
+@pytest.mark.parametrize("cls", [Lamb, AdamWeightDecay])
+def test_weight_decay_spares_what_the_original_spares_in_a_real_pretrainer(cls):
+    variables, excluded = pretrainer_variables()
+    before = [np.asarray(v).copy() for v in variables]
+    # Zero gradients keep Adam's moments at 0: the update is the weight decay alone.
+    cls(learning_rate=0.1).apply([np.zeros(v.shape, "float32") for v in variables], variables)
+    spared = [np.array_equal(np.asarray(v), b) for v, b in zip(variables, before, strict=True)]
+    assert spared == excluded, [v.path for v, s, e in zip(variables, spared, excluded, strict=True) if s != e]
+
+
+def test_trust_ratio_spares_what_the_original_spares_in_a_real_pretrainer():
+    variables, excluded = pretrainer_variables()
+    start = [np.asarray(v).copy() for v in variables]
+    rng = np.random.default_rng(6)
+    grads = [rng.normal(size=v.shape).astype("float32") for v in variables]
+    updates = []
+    for cls in (Lamb, AdamWeightDecay):  # no weight decay: the trust ratio is all that differs
+        for variable, value in zip(variables, start, strict=True):
+            variable.assign(value)
+        cls(learning_rate=0.1, weight_decay_rate=0.0).apply(grads, variables)
+        updates.append([np.asarray(v) - value for v, value in zip(variables, start, strict=True)])
+    same = [np.allclose(a, b, rtol=1e-6, atol=0) for a, b in zip(*updates, strict=True)]
+    assert same == excluded, [v.path for v, s, e in zip(variables, same, excluded, strict=True) if s != e]
 
 
 def test_zero_weights_use_ratio_one():

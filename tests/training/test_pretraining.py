@@ -14,6 +14,7 @@ import sys
 import time
 
 import h5py
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -27,13 +28,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SEQ, PREDICTIONS, VOCAB = 16, 3, 97
 
 
-def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS):
+def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS, ids_below=VOCAB, with_masks=True):
+    """`count` records of random ids in [5, ids_below); without masks, only what online masking needs."""
     rng = np.random.default_rng(seed)
     with tf.io.TFRecordWriter(path) as writer:
         for _ in range(count):
             length = int(rng.integers(8, seq + 1))
             ids = np.zeros(seq, np.int64)
-            ids[:length] = rng.integers(5, VOCAB, size=length)
+            ids[:length] = rng.integers(5, ids_below, size=length)
             ids[0], ids[length - 1] = 2, 3
             mask = (np.arange(seq) < length).astype(np.int64)
             positions = np.sort(rng.choice(np.arange(1, length - 1), size=predictions, replace=False))
@@ -46,9 +48,12 @@ def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS):
                 "masked_lm_ids": ids[positions],
                 "next_sentence_labels": [int(rng.integers(0, 2))],
             }
+            if not with_masks:
+                del int64["masked_lm_positions"], int64["masked_lm_ids"]
             feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in int64.items()}
-            weights = tf.train.FloatList(value=[1.0] * predictions)
-            feature["masked_lm_weights"] = tf.train.Feature(float_list=weights)
+            if with_masks:
+                weights = tf.train.FloatList(value=[1.0] * predictions)
+                feature["masked_lm_weights"] = tf.train.Feature(float_list=weights)
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
@@ -90,12 +95,20 @@ def settings(data, output_dir, **changes):
     return pretraining.PretrainingSettings(**values)
 
 
-def exact_settings(data, output_dir):
+def exact_settings(data, output_dir, eval_input_file=None):
     """A run whose result does not depend on how batches are split: no dropout. Its global gradient norm is
     above 1 (checked below), so clipping binds and must act on the sum over replicas."""
     return settings(
-        data, output_dir, albert_config_file=data["exact"], eval_input_file=None, optimizer="adamw"
+        data, output_dir, albert_config_file=data["exact"], eval_input_file=eval_input_file, optimizer="adamw"
     )
+
+
+def cross_entropy(logits, labels):
+    """Softmax cross-entropy in float64 NumPy: logits [..., C], integer labels [...]."""
+    logits = np.asarray(logits, np.float64)
+    log_probs = logits - logits.max(-1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_probs, np.asarray(labels)[..., None], axis=-1)[..., 0]
 
 
 def flags_of(run_settings):
@@ -148,9 +161,21 @@ def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
     )
     pretrainer = model_dir.load_pretrainer(str(tmp_path))
     assert pretrainer.encoder.config.hidden_size == 14
-    # The loaded weights are the trained ones: evaluating the loaded model gives the run's loss.
-    loaded = np.asarray(pretrainer.masked_lm.output_bias)
-    assert np.abs(loaded).max() > 0  # zero-initialized, moved by training
+    # The loaded weights are the trained ones: the loaded model gives the run's held-out losses, computed
+    # here by hand over all 20 eval records (the run evaluated them in batches of 4).
+    (batch,) = pretraining_dataset.pretraining_dataset(
+        data["eval"],
+        batch_size=20,
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        is_training=False,
+    )
+    outputs = pretrainer({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
+    mlm_ce = cross_entropy(outputs["mlm_logits"], batch["masked_lm_ids"])
+    weights = batch["masked_lm_weights"].numpy()
+    assert np.sum(weights * mlm_ce) / np.sum(weights) == pytest.approx(results["masked_lm_loss"], rel=1e-5)
+    sop_ce = cross_entropy(outputs["sop_logits"], batch["sentence_order_label"])
+    assert np.mean(sop_ce) == pytest.approx(results["sentence_order_loss"], rel=1e-5)
 
 
 def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
@@ -168,15 +193,38 @@ def test_accumulation_must_divide_the_batch(data, tmp_path):
         pretraining.run(settings(data, tmp_path, gradient_accumulation_steps=3))
 
 
+def _trained_mlm_losses(run_settings):
+    """(held-out masked-LM loss before training, after it, the run) for a run built from run_settings."""
+    run_ = pretraining.Pretraining(run_settings)
+    before = run_.evaluate()["masked_lm_loss"]
+    run_.train()
+    return before, run_.evaluate()["masked_lm_loss"], run_
+
+
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])
-def test_mixed_precision_trains(data, tmp_path, precision):
-    results = pretraining.run(settings(data, tmp_path, mixed_precision=precision))
-    assert np.isfinite(results["masked_lm_loss"]) and results["masked_lm_loss"] < np.log(VOCAB) + 1
+def test_mixed_precision_trains_like_float32(data, tmp_path, precision):
+    before, full, _ = _trained_mlm_losses(
+        exact_settings(data, tmp_path / "float32", eval_input_file=data["eval"])
+    )
+    keras.config.set_dtype_policy("float32")
+    mixed_settings = exact_settings(data, tmp_path / precision, eval_input_file=data["eval"])
+    start, mixed, run_ = _trained_mlm_losses(dataclasses.replace(mixed_settings, mixed_precision=precision))
+    assert run_.model.encoder.compute_dtype == precision and run_.model.encoder.variable_dtype == "float32"
+    # Both start from the same weights, and training moves the loss; the low-precision run follows float32.
+    assert abs(start - before) < 1e-3 and before - full > 5e-3, (before, full)
+    assert abs(mixed - full) < 0.1 * (before - full), (before, full, mixed)
 
 
-def test_online_masking_trains_from_token_boundaries(data, tmp_path):
-    results = pretraining.run(settings(data, tmp_path, online_masking=True))
-    assert results["global_step"] == 6 and np.isfinite(results["masked_lm_loss"])
+def test_online_masking_trains_on_records_without_stored_masks(tmp_path):
+    # Records with token_boundary but no masked_lm_* features: only the masks drawn in the pipeline can
+    # train the model. Ids below 10 give the masked-LM head something to learn in a few steps.
+    for name, count, seed in (("train", 96, 0), ("eval", 20, 9)):
+        write_records(str(tmp_path / f"{name}.tfrecord"), count, seed, ids_below=10, with_masks=False)
+    tiny_config().to_json_file(tmp_path / "albert_config.json")
+    files = {"config": str(tmp_path / "albert_config.json"), "train": str(tmp_path / "train.tfrecord"),
+             "eval": str(tmp_path / "eval.tfrecord")}  # fmt: skip
+    before, after, _ = _trained_mlm_losses(settings(files, tmp_path / "run", online_masking=True))
+    assert after < before - 0.1, (before, after)
 
 
 def test_xla_gives_the_same_weights(data, tmp_path):
