@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from albert_tf.atomic_file import write_atomically
+from albert_tf import file_io
 
 # Keys of Google's released config files that the original modeling code never uses (`layers_to_keep`,
 # e.g. `[]`, appears in the v1 xxlarge release).
@@ -193,11 +193,10 @@ class AlbertConfig:
     def from_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
         """Reads an `albert_config.json` (ours or a released one)."""
         path = os.fspath(path)
+        if not file_io.exists(path):
+            raise FileNotFoundError(f"{path}: no such config file")
         try:
-            with open(path, encoding="utf-8") as file:
-                values = json.load(file)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{path}: no such config file") from None
+            values = json.loads(file_io.read_text(path))
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
         if not isinstance(values, dict):
@@ -209,4 +208,4 @@ class AlbertConfig:
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes the config atomically: a temporary file in the same folder, then a rename."""
-        write_atomically(path, self.to_json_string().encode("utf-8"))
+        file_io.write_atomically(path, self.to_json_string().encode("utf-8"))

@@ -15,10 +15,10 @@ import shutil
 
 import numpy as np
 
-from albert_tf.atomic_file import publish_directory
 from albert_tf.checkpoints import hf_names
 from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.config import AlbertConfig
+from albert_tf.file_io import publish_directory
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 
 TASK_HEADS_FILE = "task_heads.npz"
@@ -227,6 +227,16 @@ def from_hf(directory) -> Conversion:
     if unused:
         notes.append(f"{directory}: tensors not converted: {', '.join(unused)}")
     return Conversion(pretrainer, _only_file(directory, "spiece.model"), task_heads, notes)
+
+
+def from_any(path) -> Conversion:
+    """A pretrained model from a model directory of ours, a Hugging Face directory (config.json) or an
+    original TF1 release (a directory or a checkpoint prefix), whichever path is."""
+    if model_dir.is_model_dir(path):
+        return Conversion(model_dir.load_pretrainer(path), model_dir.spm_model_file(path), {}, [])
+    if os.path.exists(os.path.join(path, "config.json")):
+        return from_hf(path)
+    return from_tf1(path)
 
 
 # Writing ---------------------------------------------------------------------------------------------------

@@ -174,12 +174,63 @@ def pretraining_dataset(
         records = records.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     if skip_records:
         records = records.skip(skip_records)
+    indexed = tf.data.Dataset.zip(tf.data.Dataset.counter(skip_records), records)
+    return _batches(indexed, batch_size, max_seq_length, max_predictions_per_seq, online_masking, seed,
+                    drop_remainder=is_training)  # fmt: skip
+
+
+def manifest_dataset(
+    manifest,
+    *,
+    global_batch_size,
+    batch_size,
+    max_seq_length,
+    max_predictions_per_seq,
+    input_context=None,
+    online_masking=None,
+    seed=12345,
+    start_record=0,
+):
+    """Training batches of a build in its manifest's order (the build's global shuffle), repeated forever.
+
+    Step t's global batch is records [t·G, (t+1)·G) of that order (G = global_batch_size) whatever the
+    replica or worker count: input pipeline i of P takes the i-th of P equal chunks of each step's records.
+    A resumed run passes start_record (steps done × G): the right shard is opened at the right record from
+    the manifest's counts (manifest_records), so resuming costs the same at any step. Online masks are drawn
+    from (seed, the record's index in the order), so they too do not depend on the replica count.
+
+    Args:
+      manifest: a Manifest or the path of its JSON file.
+      batch_size: per replica (input_context.get_per_replica_batch_size(G) under a strategy).
+    """
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline = input_context.input_pipeline_id if input_context else 0
+    if global_batch_size % pipelines:
+        raise ValueError(
+            f"the global batch {global_batch_size} does not split into {pipelines} input pipelines"
+        )
+    records = manifest_records(manifest, skip_records=start_record, repeat=True)
+    indexed = tf.data.Dataset.zip(tf.data.Dataset.counter(start_record), records)
+    if pipelines > 1:
+        chunk = global_batch_size // pipelines
+        indexed = indexed.batch(chunk, drop_remainder=True).shard(pipelines, pipeline).unbatch()
+    return _batches(indexed, batch_size, max_seq_length, max_predictions_per_seq, online_masking, seed,
+                    drop_remainder=True)  # fmt: skip
+
+
+def _batches(
+    indexed, batch_size, max_seq_length, max_predictions_per_seq, online_masking, seed, drop_remainder
+):
+    """(index, serialized record) pairs → parsed (and online-masked) batches under model names."""
     spec = parse_spec(max_seq_length, max_predictions_per_seq, with_masks=online_masking is None)
-    dataset = records.map(lambda record: tf.io.parse_single_example(record, spec), tf.data.AUTOTUNE)
-    if online_masking is not None:
-        masker = _masker(online_masking, max_predictions_per_seq, seed)
-        dataset = dataset.enumerate(start=skip_records).map(masker, tf.data.AUTOTUNE)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    dataset = indexed.map(
+        lambda index, record: (index, tf.io.parse_single_example(record, spec)), tf.data.AUTOTUNE
+    )
+    if online_masking is None:
+        dataset = dataset.map(lambda index, example: example, tf.data.AUTOTUNE)
+    else:
+        dataset = dataset.map(_masker(online_masking, max_predictions_per_seq, seed), tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.map(_to_model_names, tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 

@@ -26,6 +26,7 @@ from albert_tf.data.file_systems import LocalFiles
 # 10,000-record shuffle buffer, dealt round-robin.)
 SCHEME_VERSION = 2
 
+MANIFEST_SUFFIX = ".manifest.json"
 _SHARDED = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
 _SHARD_SUFFIX = re.compile(r"-\d{5,}-of-\d{5,}$")
 
@@ -52,7 +53,7 @@ def output_paths(spec):
 
 def default_manifest_path(output_files):
     """The first output's path without its shard suffix, plus `.manifest.json`."""
-    return _SHARD_SUFFIX.sub("", output_files[0]) + ".manifest.json"
+    return _SHARD_SUFFIX.sub("", output_files[0]) + MANIFEST_SUFFIX
 
 
 class RecordPosition(typing.NamedTuple):

@@ -20,12 +20,12 @@ import random
 import struct
 import tempfile
 
-from albert_tf.atomic_file import write_atomically
 from albert_tf.data import corpus
 from albert_tf.data.pretraining_instances import InstanceMaker, InstanceOptions, Vocabulary
 from albert_tf.data.pretraining_manifest import Manifest, relative_name
 from albert_tf.data.tfrecord_writer import TFRecordWriter
 from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.file_io import write_atomically
 
 BLOCK_BYTES = 256 * 1024
 _UNIT = struct.Struct(">IQI")  # file, block, index: after the hash, they make keys unique

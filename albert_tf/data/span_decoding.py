@@ -17,7 +17,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.atomic_file import write_atomically
+from albert_tf.file_io import write_atomically
 
 NO_SPAN = -1  # the character offsets of a question without a valid span
 

@@ -6,10 +6,10 @@ import re
 
 import sentencepiece
 
-from albert_tf.atomic_file import write_atomically
 from albert_tf.data import corpus
 from albert_tf.data.normalization import preprocess_text
 from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece
+from albert_tf.file_io import write_atomically
 
 
 class TrainingError(ValueError):

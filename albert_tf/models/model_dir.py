@@ -13,11 +13,10 @@ A model directory holds
 """
 
 import os
-import shutil
 
 import keras
 
-from albert_tf.atomic_file import replace_with
+from albert_tf import file_io
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -29,10 +28,21 @@ TASK_MODEL_FILE = "task_model.keras"
 
 
 def _require(directory, name):
-    path = os.path.join(directory, name)
-    if not os.path.exists(path):
+    path = file_io.join(directory, name)
+    if not file_io.exists(path):
         raise FileNotFoundError(f"{directory} is not a model directory: it has no {name}")
     return path
+
+
+def is_model_dir(directory):
+    """Whether directory holds a pretrained model directory (config and weights)."""
+    return all(file_io.exists(file_io.join(directory, name)) for name in (CONFIG_FILE, WEIGHTS_FILE))
+
+
+def files(directory):
+    """The model-directory files directory holds, by name."""
+    names = (CONFIG_FILE, SPM_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
+    return [name for name in names if file_io.exists(file_io.join(directory, name))]
 
 
 def load_config(directory) -> AlbertConfig:
@@ -41,8 +51,8 @@ def load_config(directory) -> AlbertConfig:
 
 def spm_model_file(directory):
     """The directory's SentencePiece model, or None."""
-    path = os.path.join(directory, SPM_FILE)
-    return path if os.path.exists(path) else None
+    path = file_io.join(directory, SPM_FILE)
+    return path if file_io.exists(path) else None
 
 
 def load_pretrainer(directory, dtype=None) -> AlbertPretrainer:
@@ -57,39 +67,42 @@ def load_encoder(directory, dtype=None) -> AlbertEncoder:
     return load_pretrainer(directory, dtype=dtype).encoder
 
 
+def _copy_spm(spm_model, directory):
+    target = file_io.join(directory, SPM_FILE)
+    if spm_model and os.path.abspath(spm_model) != os.path.abspath(target):
+        file_io.copy(spm_model, target)
+
+
 def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
     """Writes config, SentencePiece model and weights; each file appears whole (temporary name, rename).
 
     Args:
         pretrainer: the model to save.
-        directory: created if missing; files already there are replaced.
+        directory: created if missing (any TensorFlow file system); files already there are replaced.
         spm_model: path of the SentencePiece model to copy in, or None.
     """
-    os.makedirs(directory, exist_ok=True)
-    pretrainer.encoder.config.to_json_file(os.path.join(directory, CONFIG_FILE))
-    if spm_model and os.path.abspath(spm_model) != os.path.abspath(os.path.join(directory, SPM_FILE)):
-        replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm_model, path))
-    replace_with(os.path.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
+    file_io.makedirs(directory)
+    pretrainer.encoder.config.to_json_file(file_io.join(directory, CONFIG_FILE))
+    _copy_spm(spm_model, directory)
+    file_io.replace_with(file_io.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
 
 
 def copy_config_and_spm(source, directory):
     """Starts a model directory for a model fine-tuned from `source`: its config and SentencePiece model."""
-    os.makedirs(directory, exist_ok=True)
-    load_config(source).to_json_file(os.path.join(directory, CONFIG_FILE))
-    spm = spm_model_file(source)
-    if spm and os.path.abspath(spm) != os.path.abspath(os.path.join(directory, SPM_FILE)):
-        replace_with(os.path.join(directory, SPM_FILE), lambda path: shutil.copyfile(spm, path))
+    file_io.makedirs(directory)
+    load_config(source).to_json_file(file_io.join(directory, CONFIG_FILE))
+    _copy_spm(spm_model_file(source), directory)
 
 
 def save_task_model(model, directory):
     """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
-    os.makedirs(directory, exist_ok=True)
-    replace_with(os.path.join(directory, TASK_MODEL_FILE), model.save)
+    file_io.makedirs(directory)
+    file_io.replace_with(file_io.join(directory, TASK_MODEL_FILE), model.save)
 
 
 def has_task_model(directory):
     """Whether the directory holds a fine-tuned task model."""
-    return os.path.exists(os.path.join(directory, TASK_MODEL_FILE))
+    return file_io.exists(file_io.join(directory, TASK_MODEL_FILE))
 
 
 def load_task_model(directory):

@@ -35,10 +35,10 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.atomic_file import publish_directory
 from albert_tf.data import span_decoding
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.file_io import publish_directory
 from albert_tf.serving import span_inputs, warmup
 from albert_tf.serving.servable import Servable
 

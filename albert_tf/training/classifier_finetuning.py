@@ -13,8 +13,8 @@ import os
 import keras
 import numpy as np
 
-from albert_tf.atomic_file import write_atomically
 from albert_tf.data import glue
+from albert_tf.file_io import write_atomically
 from albert_tf.models import AlbertClassifier
 from albert_tf.training import finetuning, metrics
 

@@ -15,7 +15,7 @@ import sys
 
 import keras
 
-from albert_tf.atomic_file import write_atomically
+from albert_tf.file_io import write_atomically
 from albert_tf.models import model_dir
 from albert_tf.training import distribution
 from albert_tf.training.optimizers import AdamWeightDecay

@@ -9,7 +9,8 @@ replicas. The original clips each TPU shard's gradient before `CrossShardOptimiz
 depends on the number of shards; clipping the sum makes the update the same for any replica count.
 
 They are Keras optimizers: `model.compile(optimizer=Lamb(...))` works, as does `optimizer.apply(grads)` in a
-custom loop, and `keras.optimizers.LossScaleOptimizer` wraps them for float16.
+custom loop (or `apply_summed` for gradients the loop summed across replicas itself), and
+`keras.optimizers.LossScaleOptimizer` wraps them for float16 in `fit`.
 """
 
 import re
@@ -66,11 +67,22 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._decayed = [bool(self.weight_decay_rate) and not self._excluded(v) for v in var_list]
         self._adapted = [not self._excluded(v) for v in var_list]
 
+    def apply_summed(self, grads, trainable_variables):
+        """apply() for gradients a custom loop has already summed across replicas (to check them first, as
+        float16 loss scaling does): clipped and applied without being summed again."""
+        self._summed = True
+        try:
+            return self.apply(grads, trainable_variables)
+        finally:
+            self._summed = False
+
     def _all_reduce_sum_gradients(self, grads_and_vars):
         # Keras clips in apply(), before this cross-replica sum, as the original clips each TPU shard's
         # gradient: the update would depend on the replica count. Clipping the sum here makes it the same
         # update for any count (a deliberate difference from the original).
-        grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
+        if not getattr(self, "_summed", False):
+            grads_and_vars = super()._all_reduce_sum_gradients(grads_and_vars)
+        grads_and_vars = list(grads_and_vars)
         if not self.clip_global_norm:
             return grads_and_vars
         grads, variables = zip(*grads_and_vars, strict=True)

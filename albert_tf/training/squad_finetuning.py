@@ -17,10 +17,10 @@ import os
 
 import keras
 
-from albert_tf.atomic_file import write_atomically
 from albert_tf.data import span_decoding, squad
 from albert_tf.data.glue import DataError
 from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.file_io import write_atomically
 from albert_tf.models import AlbertSpanLabeler
 from albert_tf.training import finetuning, metrics
 

@@ -195,7 +195,7 @@ def test_accumulation_must_divide_the_batch(data, tmp_path):
 
 def _trained_mlm_losses(run_settings):
     """(held-out masked-LM loss before training, after it, the run) for a run built from run_settings."""
-    run_ = pretraining.Pretraining(run_settings)
+    run_ = pretraining.build(run_settings)
     before = run_.evaluate()["masked_lm_loss"]
     run_.train()
     return before, run_.evaluate()["masked_lm_loss"], run_
@@ -257,17 +257,17 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path
 
 def test_init_checkpoint_starts_from_a_model_directory(data, tmp_path):
     pretraining.run(settings(data, tmp_path / "first", eval_input_file=None))
-    run_ = pretraining.Pretraining(
-        settings(data, tmp_path / "second", init_checkpoint=str(tmp_path / "first"))
-    )
+    run_ = pretraining.build(settings(data, tmp_path / "second", init_checkpoint=str(tmp_path / "first")))
     trained = model_dir.load_pretrainer(str(tmp_path / "first"))
     for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
 
 
 def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
-    run_ = pretraining.Pretraining(exact_settings(data, tmp_path))
-    batch = next(iter(run_.strategy.distribute_datasets_from_function(run_._train_dataset)))
+    run_ = pretraining.build(exact_settings(data, tmp_path))
+    batch = next(
+        iter(run_.strategy.distribute_datasets_from_function(lambda c: run_.inputs.train_dataset(c, 0)))
+    )
     with tf.GradientTape() as tape:
         outputs = run_.model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=True)
         sums = losses.pretraining_sums(batch, outputs)

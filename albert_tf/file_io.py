@@ -1,0 +1,214 @@
+"""Every file albert_tf reads or writes goes through here: local paths, or any file system TensorFlow has
+(gs://, s3:// with tensorflow-io, hdfs://, ram://), through `tf.io.gfile`.
+
+Writers publish: a file is written under a temporary name in its folder and renamed over its path, so a
+reader sees the old content or the new, never half of it. On a local disk the rename is atomic. Object
+stores have no rename: TensorFlow's GCS file system copies the object and deletes the original, so a file
+still appears whole (an object is written in one upload), but a folder appears file by file; publishing a
+folder there moves its files one by one, the file that marks it complete last (`saved_model.pb` for a
+SavedModel).
+
+Local paths use the os module, so code without TensorFlow (the pretraining-data builder's workers) can
+write locally without importing it; TensorFlow is imported for the first remote path.
+"""
+
+import contextlib
+import glob as local_glob
+import os
+import shutil
+import tempfile
+import uuid
+
+
+def is_remote(path):
+    """Whether path names a file system other than this machine's disks (it has a scheme://)."""
+    return "://" in os.fspath(path)
+
+
+def _gfile():
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def join(*parts):
+    """os.path.join, for local and remote paths alike (remote paths use "/")."""
+    return os.path.join(*[os.fspath(part) for part in parts])
+
+
+def exists(path):
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path):
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def makedirs(path):
+    if is_remote(path):
+        _gfile().makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def glob(pattern):
+    """Sorted matches of a glob pattern."""
+    return sorted(_gfile().glob(pattern) if is_remote(pattern) else local_glob.glob(pattern))
+
+
+def listdir(path):
+    return sorted(_gfile().listdir(path) if is_remote(path) else os.listdir(path))
+
+
+def remove(path):
+    """Removes a file if it exists."""
+    if is_remote(path):
+        if _gfile().exists(path):
+            _gfile().remove(path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def rmtree(path):
+    """Removes a folder and what it holds, if it exists."""
+    if is_remote(path):
+        if _gfile().exists(path):
+            _gfile().rmtree(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def open_file(path, mode="r", encoding="utf-8"):
+    """A file object for reading or writing (text modes decode and encode as `encoding`)."""
+    if not is_remote(path):
+        return open(path, mode, encoding=None if "b" in mode else encoding)  # noqa: SIM115 (caller closes)
+    handle = _gfile().GFile(path, mode.replace("t", "").replace("b", "") + "b")
+    if "b" in mode:
+        return handle
+    import io
+
+    return io.TextIOWrapper(handle, encoding=encoding, newline="" if "r" in mode else None)
+
+
+def read_bytes(path):
+    with open_file(path, "rb") as handle:
+        return handle.read()
+
+
+def read_text(path, encoding="utf-8"):
+    return read_bytes(path).decode(encoding)
+
+
+def copy(source, destination):
+    """Copies a file (any file systems), replacing destination through a temporary name."""
+    replace_with(destination, lambda temporary: _copy(source, temporary))
+
+
+def _copy(source, destination):
+    if is_remote(source) or is_remote(destination):
+        _gfile().copy(source, destination, overwrite=True)
+    else:
+        shutil.copyfile(source, destination)
+
+
+def _rename(source, destination):
+    if is_remote(source) or is_remote(destination):
+        _gfile().rename(source, destination, overwrite=True)
+    else:
+        os.replace(source, destination)
+
+
+def _temporary_name(path):
+    """A name beside path, ending like it (Keras insists on ".weights.h5" and ".keras" endings)."""
+    folder, name = os.path.split(os.fspath(path))
+    return join(folder, f".tmp-{uuid.uuid4().hex[:12]}-{name}")
+
+
+def replace_with(path, write):
+    """Calls write(temporary path) beside path, then renames the result over path.
+
+    `write` writes a file at the path it is given: any writer that takes a TensorFlow path, or a Keras
+    save. A writer that only writes local files goes through `replace_with_local`.
+    """
+    path = os.fspath(path) if is_remote(path) else os.path.abspath(path)
+    temporary = _temporary_name(path)
+    try:
+        write(temporary)
+        _rename(temporary, path)
+    except BaseException:
+        remove(temporary)
+        raise
+
+
+def replace_with_local(path, write):
+    """replace_with for writers of local files only: write(local path), then the file is copied to path."""
+    if not is_remote(path):
+        return replace_with(path, write)
+    with tempfile.TemporaryDirectory() as folder:
+        local = os.path.join(folder, os.path.basename(os.fspath(path)))
+        write(local)
+        copy(local, path)
+
+
+def write_atomically(path, data):
+    """Writes bytes to path through a temporary name, then renames it over path."""
+
+    def write(temporary):
+        with open_file(temporary, "wb") as handle:
+            handle.write(data)
+
+    replace_with(path, write)
+
+
+def publish_directory(path, write, last=()):
+    """Calls write(temporary folder) beside path, then makes it path (which must not exist).
+
+    Locally the folder is renamed (atomic), with the permissions of one made by os.makedirs (0755 under the
+    usual umask 022: a model server often runs as another user), not the 0700 of a temporary folder. On
+    other file systems its files are moved one by one, those named in `last` (file names) after the rest.
+    """
+    path = os.fspath(path) if is_remote(path) else os.path.abspath(path)
+    parent = os.path.dirname(path)
+    makedirs(parent)
+    temporary = join(parent, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:12]}")
+    makedirs(temporary)
+    try:
+        write(temporary)
+        if is_remote(path):
+            _move_files(temporary, path, last)
+        else:
+            os.chmod(temporary, 0o777 & ~_umask())
+            os.rename(temporary, path)
+    finally:
+        rmtree(temporary)
+    return path
+
+
+def _move_files(source, destination, last):
+    gfile = _gfile()
+    files = []
+    for folder, _, names in gfile.walk(source):
+        relative = folder[len(source) :].strip("/")
+        files.extend(join(relative, name) if relative else name for name in names)
+    files.sort(key=lambda name: (os.path.basename(name) in last, name))
+    for name in files:
+        gfile.makedirs(os.path.dirname(join(destination, name)))
+        gfile.rename(join(source, name), join(destination, name), overwrite=True)
+
+
+def _umask():
+    mask = os.umask(0o022)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def local_copy(path):
+    """A local path holding path's content (path itself when it is local), for readers of local files only."""
+    if not is_remote(path):
+        yield os.fspath(path)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        local = os.path.join(folder, os.path.basename(os.fspath(path)))
+        _copy(path, local)
+        yield local

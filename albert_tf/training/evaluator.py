@@ -1,0 +1,44 @@
+"""The evaluation side of a pretraining run: held-out masked-LM and sentence-order metrics."""
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.data import features
+from albert_tf.training import losses
+
+
+class PretrainingEvaluator:
+    """Metrics of a model on held-out records, up to max_steps global batches, read once, in order.
+
+    Args:
+      strategy: the run's tf.distribute.Strategy (the model's variables live under it).
+      model: the AlbertPretrainer.
+      dataset_fn: input_context → tf.data.Dataset of per-replica batches (pretraining_input.eval_dataset).
+      max_steps: the most batches evaluated.
+    """
+
+    def __init__(self, strategy, model, dataset_fn, max_steps):
+        self.strategy, self.dataset_fn, self.max_steps = strategy, dataset_fn, max_steps
+
+        def replica_step(batch):
+            outputs = model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
+            return losses.pretraining_sums(batch, outputs)
+
+        @tf.function
+        def step(batch):
+            return strategy.reduce(
+                tf.distribute.ReduceOp.SUM, strategy.run(replica_step, args=(batch,)), None
+            )
+
+        self._step = step
+
+    def evaluate(self):
+        """{masked_lm_loss, masked_lm_accuracy, sentence_order_loss, sentence_order_accuracy}."""
+        totals = np.zeros(len(losses.SUM_NAMES))
+        for index, batch in enumerate(self.strategy.distribute_datasets_from_function(self.dataset_fn)):
+            if index >= self.max_steps:
+                break
+            totals += self._step(batch).numpy()
+        results = losses.metrics(totals)
+        del results["loss"]
+        return results
