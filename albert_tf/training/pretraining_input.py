@@ -58,7 +58,7 @@ class PretrainingInput:
 
     def _check(self, files, flag, manifest):
         s = self.settings
-        built = manifest.settings.get("max_seq_length") if manifest is not None else s.max_seq_length
+        built = manifest.settings["options"]["max_seq_length"] if manifest is not None else s.max_seq_length
         if built != s.max_seq_length:
             raise ValueError(
                 f"{flag}: {manifest.path} was built with max_seq_length {built}, but --max_seq_length="

@@ -75,7 +75,8 @@ class PretrainingTrainer:
             # Dense, so that micro-batches add up (embedding gradients come as IndexedSlices).
             return [tf.convert_to_tensor(g) for g in grads], sums
 
-        def replica_step(batch):
+        def replica_gradients(batch):
+            """This replica's sums, and the global batch's gradient summed over replicas."""
             context = tf.distribute.get_replica_context()
             # The masked-LM loss divides by the whole global batch's weight sum, so it is summed first.
             mlm_weight_total = context.all_reduce(
@@ -85,40 +86,43 @@ class PretrainingTrainer:
             micro = {name: tf.split(value, accumulation) for name, value in batch.items()}
             total_grads, sums = None, 0.0
             for index in range(accumulation):
-                grads, part = gradients(
-                    {name: parts[index] for name, parts in micro.items()}, mlm_weight_total, scale
-                )
-                sums += part
+                part = {name: parts[index] for name, parts in micro.items()}
+                grads, part_sums = gradients(part, mlm_weight_total, scale)
+                sums += part_sums
                 total_grads = (
                     grads if total_grads is None else [a + b for a, b in zip(total_grads, grads, strict=True)]
                 )
             grads = context.all_reduce(tf.distribute.ReduceOp.SUM, [g / scale for g in total_grads])
-            if loss_scale is None:
-                optimizer.apply_summed(grads, model.trainable_variables)
-                return sums, tf.constant(1.0)
-            # The same summed gradients on every replica: the same decision everywhere.
+            # The same summed gradients on every replica: the same finiteness everywhere.
             finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
+            return sums, grads, tf.cast(finite, tf.float32)
 
-            def apply():
-                optimizer.apply_summed(grads, model.trainable_variables)
-                return tf.constant(True)
-
-            tf.cond(finite, apply, lambda: tf.constant(False))
-            return tf.where(finite, sums, tf.zeros_like(sums)), tf.cast(finite, tf.float32)
+        def replica_apply(grads):
+            optimizer.apply_summed(grads, model.trainable_variables)
 
         @tf.function
         def loop(iterator, steps):
             """Runs `steps` global batches; returns the sums of the applied steps and the skipped count."""
             totals, skipped = tf.zeros([len(losses.SUM_NAMES)]), tf.constant(0.0)
             for _ in tf.range(steps):
-                sums, finite = strategy.run(replica_step, args=(next(iterator),))
-                totals += strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
-                # The same on every replica (their summed gradients are the same): the mean is that value.
-                finite = strategy.reduce(tf.distribute.ReduceOp.MEAN, finite, axis=None)
-                skipped += 1.0 - finite
+                sums, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))
+                sums = strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
+                # The same on every replica: the mean is that value.
+                finite = strategy.reduce(tf.distribute.ReduceOp.MEAN, finite, axis=None) > 0.5
+                if loss_scale is None:
+                    strategy.run(replica_apply, args=(grads,))
+                else:
+                    # Decided here, in cross-replica context: a synchronization point (the optimizer's
+                    # cross-device update) may not sit inside control flow within a replica's function.
+                    def apply(grads=grads):
+                        strategy.run(replica_apply, args=(grads,))
+                        return tf.constant(True)
+
+                    tf.cond(finite, apply, lambda: tf.constant(False))
+                    loss_scale.update(finite)
+                totals += tf.where(finite, sums, tf.zeros_like(sums))
+                skipped += 1.0 - tf.cast(finite, tf.float32)
                 self.batches.assign_add(1)
-                if loss_scale is not None:
-                    loss_scale.update(finite > 0)
             return totals, skipped
 
         return loop
