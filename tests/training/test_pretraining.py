@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints import convert, tf1_variables
 from albert_tf.data import features, pretraining_dataset
 from albert_tf.models import model_dir
 from albert_tf.training import losses, pretraining
@@ -255,12 +256,73 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path
     assert not (tmp_path / model_dir.WEIGHTS_FILE).exists()
 
 
-def test_init_checkpoint_starts_from_a_model_directory(data, tmp_path):
+def write_tf1_release(pretrainer, folder):
+    """Our weights as an original TF1 release: albert_config.json, model.ckpt-best with the original names."""
+    os.makedirs(folder)
+    pretrainer.encoder.config.to_json_file(os.path.join(folder, "albert_config.json"))
+    tensors = {}
+    for name, variable in tf1_variables.tf1_variable_map(pretrainer).items():
+        value = np.asarray(variable)
+        tensors[name] = value.T if name in tf1_variables.TRANSPOSED else value
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(folder, "model.ckpt-best"), tensor_names=names,
+        shape_and_slices=[""] * len(names), tensors=[tf.constant(tensors[n]) for n in names],
+    )  # fmt: skip
+
+
+def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(data, tmp_path):
     pretraining.run(settings(data, tmp_path / "first", eval_input_file=None))
-    run_ = pretraining.build(settings(data, tmp_path / "second", init_checkpoint=str(tmp_path / "first")))
     trained = model_dir.load_pretrainer(str(tmp_path / "first"))
-    for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
-        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    convert.to_hf(str(tmp_path / "first"), str(tmp_path / "hf"))
+    write_tf1_release(trained, str(tmp_path / "tf1"))
+    for source in ("first", "hf", "tf1", "first/checkpoints"):
+        run_ = pretraining.build(
+            settings(data, tmp_path / f"from_{source[:5]}", init_checkpoint=str(tmp_path / source))
+        )
+        assert run_.trainer.step == 0  # weights only: a new run
+        for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
+            np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs), err_msg=source)
+    other = str(tmp_path / "wide.json")
+    tiny_config(hidden_size=22).to_json_file(other)
+    with pytest.raises(ValueError, match=r"--init_checkpoint=.*hf holds another architecture"):
+        pretraining.build(settings(data, tmp_path / "wide", init_checkpoint=str(tmp_path / "hf"),
+                                   albert_config_file=other))  # fmt: skip
+
+
+def event_steps(folder):
+    """tag → sorted steps of the scalars in a TensorBoard folder."""
+    steps = {}
+    for path in tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                steps.setdefault(value.tag, []).append(event.step)
+    return {tag: sorted(found) for tag, found in steps.items()}
+
+
+def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_checkpoint(data, tmp_path):
+    results = pretraining.run(settings(data, tmp_path / "run", eval_every_steps=2))
+    lines = (tmp_path / "run" / "eval_history.jsonl").read_text().splitlines()
+    history = [json.loads(line) for line in lines]
+    assert [entry["global_step"] for entry in history] == [2, 4, 6]
+    assert history[-1] == pytest.approx(results) and history[0] != pytest.approx(results)
+    assert event_steps(tmp_path / "run" / "eval")["masked_lm_loss"] == [2, 4, 6]
+    # Evaluation alone: the run's latest checkpoint, a model directory, a training checkpoint.
+    again = pretraining.run(settings(data, tmp_path / "run", do_train=False))
+    assert again == pytest.approx(results)
+    from_dir = pretraining.run(
+        settings(data, tmp_path / "eval", do_train=False, init_checkpoint=str(tmp_path / "run"))
+    )
+    metrics = {name: value for name, value in results.items() if name != "global_step"}
+    assert from_dir == pytest.approx({**metrics, "global_step": 0})  # a model directory has no step
+    assert not (tmp_path / "eval" / model_dir.WEIGHTS_FILE).exists()  # evaluation writes no model
+    assert json.loads((tmp_path / "eval" / "eval_results.json").read_text()) == pytest.approx(from_dir)
+    with pytest.raises(
+        ValueError, match="nothing to evaluate: no checkpoint in .*empty.* and no --init_checkpoint"
+    ):
+        pretraining.run(settings(data, tmp_path / "empty", do_train=False))
+    with pytest.raises(ValueError, match="evaluation needs --eval_input_file"):
+        pretraining.run(settings(data, tmp_path / "no_eval", eval_input_file=None, eval_every_steps=2))
 
 
 def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
