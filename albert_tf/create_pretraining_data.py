@@ -84,6 +84,15 @@ def main(argv):
             errors=FLAGS.errors,
         )
         files = BeamFiles() if FLAGS.runner == "beam" else LocalFiles
+        remote = [flag for flag in ("input_file", "output_file", "spm_model_file", "manifest_file")
+                  if "://" in (FLAGS[flag].value or "")]  # fmt: skip
+        if remote and FLAGS.runner == "local":
+            raise ValueError(
+                f"--{remote[0]}={FLAGS[remote[0]].value}: --runner=local reads and writes this machine's "
+                "disks (its workers import no TensorFlow); for gs:// and other file systems use "
+                "--runner=beam "
+                '(pip install -e ".[beam]"), locally or on a cluster'
+            )
         inputs = corpus.expand_patterns(FLAGS.input_file, files=files)
         outputs = pretraining_manifest.output_paths(FLAGS.output_file)
         common = dict(manifest_file=FLAGS.manifest_file, sort_memory_bytes=FLAGS.sort_memory_mb << 20)

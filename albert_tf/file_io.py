@@ -78,16 +78,22 @@ def rmtree(path):
         shutil.rmtree(path, ignore_errors=True)
 
 
-def open_file(path, mode="r", encoding="utf-8"):
-    """A file object for reading or writing (text modes decode and encode as `encoding`)."""
+def open_file(path, mode="r", encoding="utf-8", newline=None):
+    """A file object for reading or writing; text modes decode and encode as `encoding` (newline: as open's).
+
+    A missing file raises FileNotFoundError on any file system.
+    """
+    binary = "b" in mode
     if not is_remote(path):
-        return open(path, mode, encoding=None if "b" in mode else encoding)  # noqa: SIM115 (caller closes)
+        return open(path, mode, encoding=None if binary else encoding, newline=None if binary else newline)  # noqa: SIM115
+    if "r" in mode and not _gfile().exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
     handle = _gfile().GFile(path, mode.replace("t", "").replace("b", "") + "b")
-    if "b" in mode:
+    if binary:
         return handle
     import io
 
-    return io.TextIOWrapper(handle, encoding=encoding, newline="" if "r" in mode else None)
+    return io.TextIOWrapper(handle, encoding=encoding, newline=newline)
 
 
 def read_bytes(path):

@@ -8,17 +8,16 @@ the conversion succeeded (written under a temporary name, then renamed).
 """
 
 import dataclasses
-import glob
+import io
 import json
 import os
-import shutil
 
 import numpy as np
 
+from albert_tf import file_io
 from albert_tf.checkpoints import hf_names
 from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.config import AlbertConfig
-from albert_tf.file_io import publish_directory
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 
 TASK_HEADS_FILE = "task_heads.npz"
@@ -72,8 +71,8 @@ def _load(pretrainer: AlbertPretrainer, weights: dict[str, np.ndarray], source: 
 
 def _tf1_prefix(path):
     """The checkpoint prefix in a release directory, or `path` itself when it is a prefix."""
-    if not os.path.isdir(path):
-        if not glob.glob(f"{path}.index"):
+    if not file_io.isdir(path):
+        if not file_io.exists(f"{path}.index"):
             raise ConversionError(f"{path}: neither a directory nor a checkpoint prefix (no {path}.index)")
         return path
     import tensorflow as tf
@@ -81,7 +80,7 @@ def _tf1_prefix(path):
     latest = tf.train.latest_checkpoint(path)
     if latest:
         return latest
-    indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+    indexes = file_io.glob(file_io.join(path, "*.index"))
     best = [index for index in indexes if os.path.basename(index) == "model.ckpt-best.index"]
     if best or len(indexes) == 1:
         return (best or indexes)[0][: -len(".index")]
@@ -93,7 +92,7 @@ def _tf1_prefix(path):
 
 
 def _only_file(directory, pattern):
-    matches = sorted(glob.glob(os.path.join(directory, pattern)))
+    matches = file_io.glob(file_io.join(directory, pattern))
     return matches[0] if len(matches) == 1 else None
 
 
@@ -103,9 +102,9 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
     import tensorflow as tf
 
     prefix = _tf1_prefix(path)
-    folder = path if os.path.isdir(path) else os.path.dirname(prefix)
-    config_file = albert_config_file or os.path.join(folder, "albert_config.json")
-    if not os.path.exists(config_file):
+    folder = path if file_io.isdir(path) else os.path.dirname(prefix)
+    config_file = albert_config_file or file_io.join(folder, "albert_config.json")
+    if not file_io.exists(config_file):
         raise ConversionError(
             f"{config_file}: no albert_config.json next to the checkpoint; pass --albert_config_file"
         )
@@ -130,7 +129,7 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
             f"{prefix}: variables not converted (neither model weights nor optimizer state): "
             f"{', '.join(unused)}"
         )
-    spm = spm_model_file or (_only_file(folder, "*.model") if os.path.isdir(path) else None)
+    spm = spm_model_file or (_only_file(folder, "*.model") if file_io.isdir(path) else None)
     return Conversion(pretrainer, spm, task_heads, notes)
 
 
@@ -138,10 +137,9 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
 
 
 def _hf_config(directory) -> AlbertConfig:
-    path = os.path.join(directory, "config.json")
+    path = file_io.join(directory, "config.json")
     try:
-        with open(path, encoding="utf-8") as file:
-            values = json.load(file)
+        values = json.loads(file_io.read_text(path))
     except FileNotFoundError:
         raise ConversionError(f"{directory}: no config.json (not a Hugging Face model directory)") from None
     if values.get("model_type", "albert") != "albert":
@@ -172,22 +170,21 @@ def _hf_config(directory) -> AlbertConfig:
 
 def _hf_tensors(directory) -> dict[str, np.ndarray]:
     """Every tensor of the directory's weights (model.safetensors, sharded or not; pytorch_model.bin)."""
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load
 
-    single = os.path.join(directory, "model.safetensors")
-    index = os.path.join(directory, "model.safetensors.index.json")
-    if os.path.exists(single):
-        return load_file(single)
-    if os.path.exists(index):
-        with open(index, encoding="utf-8") as file:
-            shards = sorted(set(json.load(file)["weight_map"].values()))
+    single = file_io.join(directory, "model.safetensors")
+    index = file_io.join(directory, "model.safetensors.index.json")
+    if file_io.exists(single):
+        return load(file_io.read_bytes(single))
+    if file_io.exists(index):
+        shards = sorted(set(json.loads(file_io.read_text(index))["weight_map"].values()))
         return {
             name: value
             for shard in shards
-            for name, value in load_file(os.path.join(directory, shard)).items()
+            for name, value in load(file_io.read_bytes(file_io.join(directory, shard))).items()
         }
-    binary = os.path.join(directory, "pytorch_model.bin")
-    if os.path.exists(binary):
+    binary = file_io.join(directory, "pytorch_model.bin")
+    if file_io.exists(binary):
         try:
             import torch
         except ImportError:
@@ -195,7 +192,8 @@ def _hf_tensors(directory) -> dict[str, np.ndarray]:
                 f"{binary}: reading a PyTorch .bin checkpoint needs torch (pip install torch); "
                 "model.safetensors files need no torch"
             ) from None
-        state = torch.load(binary, map_location="cpu", weights_only=True)
+        with file_io.local_copy(binary) as local:
+            state = torch.load(local, map_location="cpu", weights_only=True)
         return {name: tensor.float().numpy() for name, tensor in state.items()}
     raise ConversionError(
         f"{directory}: no model.safetensors, model.safetensors.index.json or pytorch_model.bin"
@@ -234,7 +232,7 @@ def from_any(path) -> Conversion:
     original TF1 release (a directory or a checkpoint prefix), whichever path is."""
     if model_dir.is_model_dir(path):
         return Conversion(model_dir.load_pretrainer(path), model_dir.spm_model_file(path), {}, [])
-    if os.path.exists(os.path.join(path, "config.json")):
+    if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
     return from_tf1(path)
 
@@ -244,9 +242,9 @@ def from_any(path) -> Conversion:
 
 def _publish(output_dir, write):
     """Calls write(temporary folder), then renames the folder to output_dir (which must not exist)."""
-    if os.path.exists(output_dir):
-        raise ConversionError(f"{os.path.abspath(output_dir)} already exists; choose a new --output_dir")
-    publish_directory(output_dir, write)
+    if file_io.exists(output_dir):
+        raise ConversionError(f"{output_dir} already exists; choose a new --output_dir")
+    file_io.publish_directory(output_dir, write)
 
 
 def write_model_dir(conversion: Conversion, output_dir):
@@ -255,14 +253,16 @@ def write_model_dir(conversion: Conversion, output_dir):
     def write(folder):
         model_dir.save_model_dir(conversion.pretrainer, folder, spm_model=conversion.spm_model)
         if conversion.task_heads:
-            np.savez(os.path.join(folder, TASK_HEADS_FILE), **conversion.task_heads)
+            buffer = io.BytesIO()
+            np.savez(buffer, **conversion.task_heads)
+            file_io.write_atomically(file_io.join(folder, TASK_HEADS_FILE), buffer.getvalue())
 
     _publish(output_dir, write)
 
 
 def to_hf(directory, output_dir):
     """Writes our model directory as a Hugging Face directory (AlbertForPreTraining) for transformers."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     pretrainer = model_dir.load_pretrainer(directory)
     config = pretrainer.encoder.config
@@ -298,13 +298,15 @@ def to_hf(directory, output_dir):
     spm = model_dir.spm_model_file(directory)
 
     def write(folder):
-        save_file(tensors, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as file:
-            json.dump(values, file, indent=2, sort_keys=True)
+        tensors_bytes = save(tensors, metadata={"format": "pt"})
+        file_io.write_atomically(file_io.join(folder, "model.safetensors"), tensors_bytes)
+        file_io.write_atomically(
+            file_io.join(folder, "config.json"), json.dumps(values, indent=2, sort_keys=True).encode()
+        )
         if spm:
-            shutil.copyfile(spm, os.path.join(folder, "spiece.model"))
+            file_io.copy(spm, file_io.join(folder, "spiece.model"))
             tokenizer = {"tokenizer_class": "AlbertTokenizer", "do_lower_case": True, "keep_accents": False}
-            with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as file:
-                json.dump(tokenizer, file, indent=2, sort_keys=True)
+            text = json.dumps(tokenizer, indent=2, sort_keys=True)
+            file_io.write_atomically(file_io.join(folder, "tokenizer_config.json"), text.encode())
 
     _publish(output_dir, write)

@@ -11,10 +11,10 @@ error naming the file and line.
 import csv
 import dataclasses
 import json
-import os
 
 import tensorflow as tf
 
+from albert_tf import file_io
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 
 
@@ -80,15 +80,15 @@ def read_glue(data_dir, task_name, split):
         raise DataError(f"unknown GLUE task {task_name!r}; expected one of {', '.join(TASKS)}")
     if split not in task.files:
         raise DataError(f"{task.name} has no split {split!r}; expected one of {', '.join(task.files)}")
-    path = os.path.join(data_dir, task.files[split])
+    path = file_io.join(data_dir, task.files[split])
     layout = task.test if split.startswith("test") else task.labelled
     return list(_read_tsv(path, task, layout))
 
 
 def _read_tsv(path, task, layout):
-    if not os.path.exists(path):
+    if not file_io.exists(path):
         raise DataError(f"{path}: no such file")
-    with open(path, encoding="utf-8", newline="") as file:
+    with file_io.open_file(path, newline="") as file:
         columns = None
         for number, line in enumerate(file, start=1):
             row = line.rstrip("\r\n").split("\t")
@@ -137,7 +137,7 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
     """
     rows = []
     if path.endswith(".jsonl"):
-        with open(path, encoding="utf-8") as file:
+        with file_io.open_file(path) as file:
             for number, line in enumerate(file, start=1):
                 if line.strip():
                     try:
@@ -145,7 +145,7 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
                     except json.JSONDecodeError as error:
                         raise DataError(f"{path}:{number}: not a JSON object ({error.msg})") from None
     else:
-        with open(path, encoding="utf-8", newline="") as file:
+        with file_io.open_file(path, newline="") as file:
             reader = csv.DictReader(file)
             rows = [(reader.line_num, row) for row in reader]
     keys = [key for key in (text, text_b, label) if key]

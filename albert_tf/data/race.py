@@ -8,12 +8,12 @@ a question with blanks ("_") gets the option in them, and any other question is 
 """
 
 import dataclasses
-import glob
 import json
 import os
 
 import tensorflow as tf
 
+from albert_tf import file_io
 from albert_tf.data.glue import DataError
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 
@@ -41,8 +41,8 @@ def read_race(data_dir, split, levels=("high", "middle")):
     """Examples of RACE's split ("train", "dev", "test") for the given levels, in file-name order."""
     examples = []
     for level in levels:
-        folder = os.path.join(data_dir, split, level)
-        paths = sorted(glob.glob(os.path.join(folder, "*.txt")))
+        folder = file_io.join(data_dir, split, level)
+        paths = file_io.glob(file_io.join(folder, "*.txt"))
         if not paths:
             raise DataError(f"{folder}: no RACE files (*.txt)")
         for path in paths:
@@ -51,11 +51,10 @@ def read_race(data_dir, split, levels=("high", "middle")):
 
 
 def _read_file(path):
-    with open(path, encoding="utf-8") as file:
-        try:
-            record = json.load(file)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}:{error.lineno}: not a RACE JSON object ({error.msg})") from None
+    try:
+        record = json.loads(file_io.read_text(path))
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}:{error.lineno}: not a RACE JSON object ({error.msg})") from None
     for key in ("article", "questions", "options"):
         if key not in record:
             raise DataError(f"{path}: missing {key!r}")

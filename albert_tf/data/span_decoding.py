@@ -13,11 +13,10 @@ gets the same answer from either. It is the original ALBERT/BERT SQuAD decoding:
 
 import dataclasses
 import json
-import os
 
 import tensorflow as tf
 
-from albert_tf.file_io import write_atomically
+from albert_tf import file_io
 
 NO_SPAN = -1  # the character offsets of a question without a valid span
 
@@ -47,16 +46,15 @@ class SpanSettings:
 
     def save(self, directory):
         text = json.dumps(dataclasses.asdict(self), indent=2) + "\n"
-        write_atomically(os.path.join(directory, self.FILE), text.encode())
+        file_io.write_atomically(file_io.join(directory, self.FILE), text.encode())
 
     @classmethod
     def load(cls, directory):
         """The settings a model directory keeps, or None."""
-        path = os.path.join(directory, cls.FILE)
-        if not os.path.exists(path):
+        path = file_io.join(directory, cls.FILE)
+        if not file_io.exists(path):
             return None
-        with open(path, encoding="utf-8") as file:
-            return cls(**json.load(file))
+        return cls(**json.loads(file_io.read_text(path)))
 
 
 def best_spans(

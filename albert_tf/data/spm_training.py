@@ -6,10 +6,10 @@ import re
 
 import sentencepiece
 
+from albert_tf import file_io
 from albert_tf.data import corpus
 from albert_tf.data.normalization import preprocess_text
 from albert_tf.data.tokenizer import CLS, MASK, SEP, load_sentencepiece
-from albert_tf.file_io import write_atomically
 
 
 class TrainingError(ValueError):
@@ -56,8 +56,10 @@ def train(
         except corpus.CorpusError as error:
             unreadable.append(error)
 
-    directory = os.path.dirname(os.path.abspath(model_prefix))
-    if not os.path.isdir(directory):
+    directory = os.path.dirname(
+        model_prefix if file_io.is_remote(model_prefix) else os.path.abspath(model_prefix)
+    )
+    if not file_io.is_remote(directory) and not os.path.isdir(directory):
         raise TrainingError(f"--model_prefix: directory {directory} does not exist")
     model = io.BytesIO()
     sentencepiece.set_random_generator_seed(random_seed)
@@ -94,12 +96,12 @@ def train(
         raise TrainingError(f"SentencePiece: {error}") from None
     if unreadable:
         raise unreadable[0]
-    write_atomically(f"{model_prefix}.model", model.getvalue())
+    file_io.write_atomically(f"{model_prefix}.model", model.getvalue())
     processor = load_sentencepiece(f"{model_prefix}.model")
     vocab = "".join(
         f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n" for i in range(processor.get_piece_size())
     )
-    write_atomically(f"{model_prefix}.vocab", vocab.encode("utf-8"))
+    file_io.write_atomically(f"{model_prefix}.vocab", vocab.encode("utf-8"))
     return (
         f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 replaced), "
         f"{processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"

@@ -24,6 +24,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import file_io
 from albert_tf.data import span_decoding
 from albert_tf.data.glue import DataError
 
@@ -53,8 +54,7 @@ def read_squad(path):
     answer is skipped. A question listed with no answers at all is kept (a file to predict).
     """
     try:
-        with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+        data = json.loads(file_io.read_text(path))
     except json.JSONDecodeError as error:
         raise DataError(f"{path}:{error.lineno}: not SQuAD JSON ({error.msg})") from None
     except FileNotFoundError:

@@ -10,6 +10,7 @@ whose op TF Serving lacks.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf import file_io
 from albert_tf.data import normalization
 from albert_tf.data.tokenizer import CLS, SEP, SPECIAL_IDS, UNK, load_sentencepiece
 
@@ -32,8 +33,7 @@ class InGraphTokenizer(tf.Module):
     def __init__(self, model_file, do_lower_case=True, name=None):
         super().__init__(name=name)
         load_sentencepiece(model_file)  # Same checks and errors as the Python tokenizer.
-        with open(model_file, "rb") as handle:
-            model = handle.read()
+        model = file_io.read_bytes(model_file)
         self.model_file = str(model_file)
         self.do_lower_case = do_lower_case
         self.cls_id, self.sep_id, self.unk_id = SPECIAL_IDS[CLS], SPECIAL_IDS[SEP], SPECIAL_IDS[UNK]

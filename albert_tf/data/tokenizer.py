@@ -10,6 +10,7 @@ import functools
 import numpy as np
 import sentencepiece
 
+from albert_tf import file_io
 from albert_tf.data.normalization import PIECE_PREFIX, preprocess_text
 
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
@@ -25,7 +26,7 @@ def load_sentencepiece(model_file):
     """Loads a SentencePiece model and checks it has the ALBERT special pieces at their ids."""
     processor = sentencepiece.SentencePieceProcessor()
     try:
-        processor.Load(model_file=str(model_file))
+        processor.Load(model_proto=file_io.read_bytes(model_file))  # any TensorFlow file system: gs:// too
     except (OSError, RuntimeError) as error:
         raise TokenizerError(f"{model_file}: not a readable SentencePiece model ({error})") from None
     for piece, expected in SPECIAL_IDS.items():

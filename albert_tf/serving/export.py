@@ -35,10 +35,10 @@ import os
 
 import tensorflow as tf
 
+from albert_tf import file_io
 from albert_tf.data import span_decoding
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 from albert_tf.data.tokenizer import AlbertTokenizer
-from albert_tf.file_io import publish_directory
 from albert_tf.serving import span_inputs, warmup
 from albert_tf.serving.servable import Servable
 
@@ -239,10 +239,8 @@ def _finish_proto(export_dir, methods):
     """
     from tensorflow.core.protobuf import saved_model_pb2
 
-    path = os.path.join(export_dir, "saved_model.pb")
-    proto = saved_model_pb2.SavedModel()
-    with open(path, "rb") as file:
-        proto.ParseFromString(file.read())
+    path = file_io.join(export_dir, "saved_model.pb")
+    proto = saved_model_pb2.SavedModel.FromString(file_io.read_bytes(path))
     graph = proto.meta_graphs[0]
     for name, method in methods.items():
         graph.signature_def[name].method_name = method
@@ -254,8 +252,7 @@ def _finish_proto(export_dir, methods):
     for saved_object in graph.object_graph_def.nodes:
         if saved_object.WhichOneof("kind") == "resource" and not saved_object.resource.device:
             saved_object.resource.device = CPU
-    with open(path, "wb") as file:
-        file.write(proto.SerializeToString())
+    file_io.write_atomically(path, proto.SerializeToString())
 
 
 def export_saved_model(
@@ -290,8 +287,8 @@ def export_saved_model(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
             f"{model_max_positions(model)}"
         )
-    export_dir = os.path.abspath(export_dir)
-    if os.path.exists(export_dir):
+    export_dir = os.fspath(export_dir) if file_io.is_remote(export_dir) else os.path.abspath(export_dir)
+    if file_io.exists(export_dir):
         raise ValueError(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
@@ -311,7 +308,9 @@ def export_saved_model(
         with Servable(folder) as servable:  # what the model server does when it loads a version
             servable.replay_warmup()
 
-    return publish_directory(export_dir, write)
+    # On object stores the version's files appear one by one: saved_model.pb, which the server waits for,
+    # comes last.
+    return file_io.publish_directory(export_dir, write, last=("saved_model.pb",))
 
 
 def model_max_positions(model):

@@ -5,6 +5,8 @@ import os
 
 import tensorflow as tf
 
+from albert_tf import file_io
+
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 DEFAULT_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
@@ -19,7 +21,7 @@ def write_warmup_requests(export_dir, task, pair, texts=None, num_choices=None):
 
     texts = list(texts or DEFAULT_TEXTS)
     path = os.path.join(export_dir, WARMUP_FILE)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    file_io.makedirs(os.path.dirname(path))
     with tf.io.TFRecordWriter(path) as writer:
         for batch in (texts[:1], texts):
             inputs = {"text": batch}
