@@ -5,7 +5,7 @@ r"""End-to-end pretraining throughput on CPU: albert_tf's pretraining loop again
     python bench/pretraining.py                       # ALBERT-base, seq 128, 20 predictions, batch 16
     python bench/pretraining.py --rounds=2 --steps=2  # a quick look
 
-Both read data/sample/records/train.tfrecord.gz (seq 128, 20 predictions; ids from the 8k sample
+Both read data/sample/records/train-* (seq 128, 20 predictions; ids from the 8k sample
 vocabulary, valid for the 30k-vocabulary ALBERT-base) through a tf.data pipeline, input time included.
 Ours: `albert_tf.training.pretraining.Pretraining` (LAMB, MLM + SOP losses, the loop `run_pretraining` runs).
 Peer: keras-hub's `AlbertBackbone` + `AlbertMaskedLM` (masked LM only: keras-hub has no SOP head), compiled
@@ -25,7 +25,7 @@ from rounds import best_round_seconds  # bench/ is on sys.path when a bench scri
 import albert_tf  # noqa: F401  (before TensorFlow: albert_tf's CPU defaults apply at its import)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORDS = os.path.join(ROOT, "data", "sample", "records", "train.tfrecord.gz")
+RECORDS = os.path.join(ROOT, "data", "sample", "records", "train-*")
 SEQ, PREDICTIONS = 128, 20
 
 

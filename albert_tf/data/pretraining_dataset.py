@@ -59,7 +59,8 @@ def expand_file_patterns(file_patterns, flag="file_patterns"):
     return paths
 
 
-def _compression(path):
+def record_compression(path):
+    """The compression of a TFRecord file, "GZIP" or "", told by its first bytes whatever its name."""
     with tf.io.gfile.GFile(path, "rb") as handle:
         return "GZIP" if handle.read(2) == b"\x1f\x8b" else ""
 
@@ -69,7 +70,7 @@ def check_records(file_patterns, max_seq_length, max_predictions_per_seq, flag, 
     lengths are not the flags' (or it holds no pretraining records)."""
     for path in expand_file_patterns(file_patterns, flag=flag):
         try:
-            record = next(iter(tf.data.TFRecordDataset(path, compression_type=_compression(path))))
+            record = next(iter(tf.data.TFRecordDataset(path, compression_type=record_compression(path))))
         except StopIteration:
             raise ValueError(f"{flag}: {path} holds no records") from None
         except tf.errors.DataLossError as error:
@@ -152,7 +153,7 @@ def pretraining_dataset(
         records are read but not parsed.
     """
     paths = expand_file_patterns(file_patterns)
-    compression = _compression(paths[0])
+    compression = record_compression(paths[0])
     files = tf.data.Dataset.from_tensor_slices(paths)
     shard_records = False
     if input_context and input_context.num_input_pipelines > 1:

@@ -8,8 +8,6 @@ a shuffle buffer, and a resumed run reads again, unparsed, the records its check
 run says how many first).
 """
 
-import os
-
 import tensorflow as tf
 
 from albert_tf import file_io
@@ -95,7 +93,8 @@ class PretrainingInput:
         if self.train_manifest is not None:
             return f"input resumes at record {records:,} of {self.train_manifest.path}"
         first = pretraining_dataset.expand_file_patterns(self.settings.input_file)[0]
-        record = next(iter(tf.data.TFRecordDataset(first, compression_type=_compression(first))))
+        compression = pretraining_dataset.record_compression(first)
+        record = next(iter(tf.data.TFRecordDataset(first, compression_type=compression)))
         size = records * (len(record.numpy()) + 16) / 1e9
         return (
             f"--input_file has no manifest (records of another builder): finding the input position means "
@@ -110,7 +109,3 @@ class PretrainingInput:
             max_seq_length=s.max_seq_length, max_predictions_per_seq=s.max_predictions_per_seq,
             is_training=False, input_context=input_context, online_masking=self.masking, seed=s.seed,
         )  # fmt: skip
-
-
-def _compression(path):
-    return "GZIP" if os.fspath(path).endswith(".gz") else ""
