@@ -72,7 +72,10 @@ def remove(path):
 def rmtree(path):
     """Removes a folder and what it holds, if it exists."""
     if is_remote(path):
-        if _gfile().exists(path):
+        import tensorflow as tf
+
+        # Gone already (or, on ram://, a name listed by prefix but absent).
+        with contextlib.suppress(tf.errors.NotFoundError):
             _gfile().rmtree(path)
     else:
         shutil.rmtree(path, ignore_errors=True)
@@ -195,6 +198,10 @@ def _move_files(source, destination, last):
     files = []
     for folder, _, names in gfile.walk(source):
         relative = folder[len(source) :].strip("/")
+        # ram:// lists by name prefix: "assets" also lists "assets.extra/..." as a file ".extra". Skip such.
+        names = [
+            name for name in names if not gfile.isdir(join(folder, name)) and gfile.exists(join(folder, name))
+        ]
         files.extend(join(relative, name) if relative else name for name in names)
     files.sort(key=lambda name: (os.path.basename(name) in last, name))
     for name in files:

@@ -1,0 +1,106 @@
+"""file_io on a file system other than the local disk (ram://, TensorFlow's in-memory one, in this process),
+and the toolkit end to end on it: pretraining, fine-tuning and export write nothing to local disk."""
+
+import os
+import stat
+import uuid
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.models import model_dir
+from albert_tf.serving.export import export_saved_model
+from albert_tf.serving.servable import Servable
+from albert_tf.training import classifier_finetuning, pretraining
+from albert_tf.training.pretraining_settings import PretrainingSettings
+from tests.helpers import REPO
+
+
+@pytest.fixture
+def ram():
+    """A fresh ram:// folder."""
+    return f"ram://{uuid.uuid4().hex}"
+
+
+def test_files_are_written_whole_and_replaced(ram):
+    path = file_io.join(ram, "a", "b.txt")
+    file_io.makedirs(os.path.dirname(path))
+    file_io.write_atomically(path, b"first")
+    file_io.write_atomically(path, b"second")
+    assert file_io.read_bytes(path) == b"second"
+    assert file_io.listdir(os.path.dirname(path)) == ["b.txt"]  # no temporary left behind
+
+    def half_then_fail(temporary):
+        file_io.write_atomically(temporary, b"ha")
+        raise RuntimeError("half written")
+
+    with pytest.raises(RuntimeError, match="half written"):
+        file_io.replace_with(path, half_then_fail)
+    assert file_io.read_bytes(path) == b"second" and file_io.listdir(os.path.dirname(path)) == ["b.txt"]
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        file_io.read_bytes(file_io.join(ram, "missing"))
+
+
+def test_a_folder_is_published_with_its_files_or_not_at_all(ram, tmp_path):
+    def write(folder):
+        file_io.makedirs(file_io.join(folder, "variables"))
+        for name in ("saved_model.pb", "variables/variables.index", "fingerprint.pb"):
+            file_io.write_atomically(file_io.join(folder, name), name.encode())
+
+    target = file_io.publish_directory(file_io.join(ram, "model", "1"), write, last=("saved_model.pb",))
+    assert sorted(file_io.listdir(target)) == ["fingerprint.pb", "saved_model.pb", "variables"]
+    assert (
+        file_io.read_bytes(file_io.join(target, "variables", "variables.index"))
+        == b"variables/variables.index"
+    )
+    assert file_io.listdir(file_io.join(ram, "model")) == ["1"]  # the temporary folder is gone
+    with pytest.raises(ValueError, match="broken"):
+        file_io.publish_directory(file_io.join(ram, "model", "2"), lambda folder: int("broken"))
+    assert file_io.listdir(file_io.join(ram, "model")) == ["1"]
+    local = file_io.publish_directory(tmp_path / "local" / "1", write)  # locally: a rename, usual permissions
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(local).st_mode) == 0o777 & ~mask
+
+
+@pytest.mark.slow
+def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a stray local write (e.g. os.makedirs("ram://...")) would land here
+    config = file_io.join(ram, "albert_config.json")
+    file_io.copy(str(REPO / "configs" / "albert_tiny.json"), config)
+    spm = file_io.join(ram, "spm.model")
+    file_io.copy(str(REPO / "data" / "sample" / "spm_8k.model"), spm)
+    records = str(REPO / "data" / "sample" / "records")
+    pretrained = file_io.join(ram, "runs", "tiny")
+    pretraining.run(PretrainingSettings(
+        albert_config_file=config, input_file=f"{records}/train.manifest.json",
+        eval_input_file=f"{records}/eval.manifest.json", output_dir=pretrained, spm_model_file=spm,
+        max_seq_length=128, train_batch_size=8, eval_batch_size=8, num_train_steps=4, num_warmup_steps=1,
+        save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2, eval_every_steps=2, max_eval_steps=2,
+    ))  # fmt: skip
+    assert set(model_dir.files(pretrained)) == {"albert_config.json", "spm.model", "pretrainer.weights.h5"}
+    for name in ("eval_results.json", "eval_history.jsonl", "checkpoints/checkpoint"):
+        assert file_io.exists(file_io.join(pretrained, name)), name
+    assert file_io.glob(file_io.join(pretrained, "train", "events.out.tfevents.*"))
+
+    tuned = file_io.join(ram, "runs", "topics")
+    classifier_finetuning.run(classifier_finetuning.ClassifierSettings(
+        task_name="text", train_file=str(REPO / "data" / "doc_topics" / "train.csv"),
+        dev_file=str(REPO / "data" / "doc_topics" / "dev.csv"), model_dir=pretrained, output_dir=tuned,
+        max_seq_length=32, train_batch_size=8, eval_batch_size=64, train_step=4, warmup_step=1,
+        save_checkpoints_steps=2,
+    ))  # fmt: skip
+    assert model_dir.has_task_model(tuned) and file_io.exists(file_io.join(tuned, "eval_results.json"))
+
+    model = model_dir.load_task_model(tuned)
+    version = export_saved_model(model, model_dir.spm_model_file(tuned), file_io.join(ram, "served", "1"),
+                                 "classifier", max_seq_length=32)  # fmt: skip
+    with Servable(version) as servable:  # the C++ loader reads ram:// too (same process)
+        outputs = servable.run("serving_default", {"text": ["Return the square root of x."]})
+    assert outputs["label"][0].decode() in model.labels and np.isclose(
+        outputs["probabilities"].sum(), 1, atol=1e-5
+    )
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+    assert not tf.io.gfile.exists(os.path.join(str(tmp_path), "ram:"))
