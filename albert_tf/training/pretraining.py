@@ -131,7 +131,8 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
         (status.assert_existing_objects_matched() if s.do_train else status.expect_partial())
         log.line(f"resumed from {manager.latest_checkpoint} at step {trainer.step}")
     elif s.init_checkpoint:
-        spm_model = spm_model or _start_from(trainer, s.init_checkpoint, log)
+        converted_spm = _start_from(trainer, s.init_checkpoint, log)
+        spm_model = spm_model or converted_spm
     elif not s.do_train:
         raise ValueError(f"nothing to evaluate: no checkpoint in {directory} and no --init_checkpoint")
     if s.init_checkpoint and not spm_model:

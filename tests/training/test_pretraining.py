@@ -277,8 +277,15 @@ def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face
     convert.to_hf(str(tmp_path / "first"), str(tmp_path / "hf"))
     write_tf1_release(trained, str(tmp_path / "tf1"))
     for source in ("first", "hf", "tf1", "first/checkpoints"):
+        # A SentencePiece model given as well must not keep the weights from loading.
+        spm = str(tmp_path / "first" / "albert_config.json") if source == "first" else None
         run_ = pretraining.build(
-            settings(data, tmp_path / f"from_{source[:5]}", init_checkpoint=str(tmp_path / source))
+            settings(
+                data,
+                tmp_path / f"from_{source[:5]}",
+                init_checkpoint=str(tmp_path / source),
+                spm_model_file=spm,
+            )
         )
         assert run_.trainer.step == 0  # weights only: a new run
         for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
