@@ -11,7 +11,6 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 
@@ -23,6 +22,7 @@ import tensorflow as tf
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.training import classifier_finetuning, race_finetuning, squad_finetuning
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
+from tests.training.test_pretraining import free_ports
 from tests.training.test_squad_finetuning import squad_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -238,16 +238,6 @@ def test_batches_must_split_evenly_and_float16_stays_on_one_replica(data, tmp_pa
     )
     assert half.returncode == 1 and "--mixed_precision=float16 runs on one replica only" in half.stderr
     assert not tmp_path.joinpath("eval_results.json").exists()
-
-
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for handle in sockets:
-        handle.bind(("127.0.0.1", 0))
-    ports = [handle.getsockname()[1] for handle in sockets]
-    for handle in sockets:
-        handle.close()
-    return ports
 
 
 @pytest.mark.slow
