@@ -13,6 +13,8 @@ import sys
 
 from absl import app, flags
 
+from albert_tf import tf_startup
+
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("source", None, ["tf1", "hf"], "Format of --input when converting into a model directory.")
 flags.DEFINE_enum("target", None, ["hf"], "Convert the model directory --input into this format instead.")
@@ -25,6 +27,7 @@ flags.mark_flags_as_required(["input", "output_dir"])
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly()
     if (FLAGS.source is None) == (FLAGS.target is None):
         print(
             "convert_checkpoint: error: give exactly one of --source=tf1|hf and --target=hf", file=sys.stderr

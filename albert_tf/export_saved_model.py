@@ -16,6 +16,8 @@ import sys
 
 from absl import app, flags
 
+from albert_tf import tf_startup
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A model directory (albert_config.json, spm.model, weights).")
 flags.DEFINE_enum(
@@ -43,6 +45,7 @@ flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly()
     from albert_tf.data.span_decoding import SpanSettings
     from albert_tf.models import model_dir
     from albert_tf.serving.export import export_saved_model

@@ -8,7 +8,7 @@ the run with one line naming the entry point and the problem.
 import dataclasses
 import sys
 
-from absl import flags
+from absl import flags, logging
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -16,8 +16,8 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("output_dir", None, "Where the fine-tuned model directory and results go.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs are truncated.")
-flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
-flags.DEFINE_integer("eval_batch_size", 64, "Evaluation and prediction batch size.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas, one update).")
+flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation and prediction batch size.")
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW, warmup then linear decay).")
 flags.DEFINE_integer("train_step", 1000, "Training steps.")
 flags.DEFINE_integer("warmup_step", 100, "Warmup steps.")
@@ -26,6 +26,10 @@ flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the task head.")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", True, "Evaluate on the dev set and write eval_results.json.")
 flags.DEFINE_bool("do_predict", False, "Predict the test set.")
+flags.DEFINE_enum(
+    "strategy", "default", ["default", "mirrored", "multi_worker_mirrored", "tpu"], "Distribution strategy."
+)
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy=tpu); 'local' on a TPU VM.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "Compile training steps with XLA.")
 flags.DEFINE_integer("seed", 12345, "Seed of initialization, shuffling and dropout.")
@@ -38,6 +42,7 @@ def main(settings_class, run, convert=None):
     Args:
       convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
     """
+    logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines (one per all-reduce) would drown ours.
     from albert_tf.data.glue import DataError
 
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}

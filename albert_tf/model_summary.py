@@ -14,6 +14,7 @@ import sys
 
 from absl import app, flags
 
+from albert_tf import tf_startup
 from albert_tf.config import SHARING_STRATEGIES, AlbertConfig
 
 FLAGS = flags.FLAGS
@@ -76,6 +77,7 @@ def format_table(name: str, summary: dict) -> str:
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly()
     try:
         config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
         changes = {}

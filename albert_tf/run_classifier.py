@@ -10,7 +10,7 @@ test_results.tsv. See albert_tf/training/classifier_finetuning.py.
 
 from absl import app, flags
 
-from albert_tf import finetuning_flags
+from albert_tf import finetuning_flags, tf_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -26,6 +26,7 @@ flags.mark_flag_as_required("task_name")
 
 def main(argv, run=None):
     del argv
+    tf_startup.import_tensorflow_quietly()
     from albert_tf.training import classifier_finetuning
 
     return finetuning_flags.main(

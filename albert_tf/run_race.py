@@ -9,13 +9,14 @@ folders, each with high/ and middle/. See albert_tf/training/race_finetuning.py.
 
 from absl import app, flags
 
-from albert_tf import run_classifier  # defines the flags
+from albert_tf import run_classifier, tf_startup  # run_classifier defines the flags
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("task_name", "race")
 
 
 def main(argv):
+    tf_startup.import_tensorflow_quietly()
     from albert_tf.training import race_finetuning
 
     return run_classifier.main(argv, run=race_finetuning.run)

@@ -12,7 +12,7 @@ See albert_tf/training/squad_finetuning.py.
 
 from absl import app, flags
 
-from albert_tf import finetuning_flags
+from albert_tf import finetuning_flags, tf_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (train-v1.1.json, train-v2.0.json).")
@@ -31,6 +31,7 @@ FLAGS.set_default("learning_rate", 5e-5)
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly()
     from albert_tf.training import squad_finetuning
 
     return finetuning_flags.main(squad_finetuning.SquadSettings, squad_finetuning.run)

@@ -8,13 +8,11 @@ regression), evaluated on the dev set with the task's GLUE metrics; in `output_d
 """
 
 import dataclasses
-import os
 
 import keras
 import numpy as np
 
 from albert_tf.data import glue
-from albert_tf.file_io import write_atomically
 from albert_tf.models import AlbertClassifier
 from albert_tf.training import finetuning, metrics
 
@@ -71,10 +69,11 @@ class ClassifierRun(finetuning.FineTuningRun):
             return ("pearson", "spearman")
         return TASK_METRICS.get(self.task, DEFAULT_METRICS)
 
-    def _losses(self):
+    def _example_losses(self, labels, logits):
+        """Cross-entropy, or for regression the squared error of the score."""
         if self.regression:
-            return {"loss": keras.losses.MeanSquaredError()}
-        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+            return keras.ops.square(keras.ops.cast(logits[:, 0], "float32") - labels)
+        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
 
     def _build_model(self):
         if self.regression:
@@ -132,9 +131,7 @@ class ClassifierRun(finetuning.FineTuningRun):
         predictions = self._predictions("test")
         names = predictions if self.regression else [self.labels[i] for i in predictions]
         rows = ["index\tprediction"] + [f"{i}\t{value}" for i, value in enumerate(names)]
-        write_atomically(
-            os.path.join(self.settings.output_dir, "test_results.tsv"), ("\n".join(rows) + "\n").encode()
-        )
+        self.write("test_results.tsv", "\n".join(rows) + "\n")
 
 
 def _features_only(features, label):

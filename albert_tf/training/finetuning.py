@@ -1,21 +1,32 @@
-"""The fine-tuning loop of run_classifier, run_race and run_squad: Keras `fit`, keeping the best evaluation.
+"""The fine-tuning loop of run_classifier, run_race and run_squad, on any strategy, keeping the best model.
 
 A task subclasses `FineTuningRun` and says how to read its data (`_read`), build its model (`_build_model`),
-make batches (`_dataset`), what loss to train (`_losses`), how to score (`evaluate`, `metric_names`) and
-what to predict (`predict`). The loop: the original's AdamW (no bias correction, weight decay 0.01,
+make batches (`_dataset`), what loss to train (`_example_losses`), how to score (`evaluate`, `metric_names`)
+and what to predict (`predict`). The loop: the original's AdamW (no bias correction, weight decay 0.01,
 clipping 1.0) with warmup + linear decay, evaluation every `save_checkpoints_steps`, and in `output_dir` a
 model directory whose `task_model.keras` is the best evaluation's model (ready for `export_saved_model`)
 and `eval_results.json` (metrics by name, from the best evaluation, and its `global_step`).
+
+Under any `strategy` the batch sizes are global. Each global batch is split between the replicas as Keras
+splits it for `fit` (`experimental_distribute_dataset`); each replica's loss is its examples' loss summed
+and divided by the global batch size, and the optimizer sums the replicas' gradients before it clips them,
+so a run on several devices or hosts makes the one-device updates. Only the chief (the one process, or
+worker 0) writes; the other workers compute alongside it and keep nothing.
+
+The steps are our loop rather than `model.fit`: in Keras 3.15 `fit` fails under MultiWorkerMirroredStrategy
+(it reduces its logs with `axis=0` on scalars, and a nested first batch with a reduction that takes only
+tensors; keras-team/keras#20585), and it restarts the input at every call. Evaluation is `model.predict`,
+which distributes and gathers in order on every strategy.
 """
 
 import dataclasses
 import json
-import os
 import sys
 
 import keras
+import tensorflow as tf
 
-from albert_tf.file_io import write_atomically
+from albert_tf import file_io
 from albert_tf.models import model_dir
 from albert_tf.training import distribution
 from albert_tf.training.optimizers import AdamWeightDecay
@@ -39,18 +50,36 @@ class FineTuningSettings:
     do_train: bool = True
     do_eval: bool = True
     do_predict: bool = False
+    strategy: str = "default"
+    tpu: str | None = None
     mixed_precision: str = "float32"
     jit_compile: bool = False
     seed: int = 12345
 
 
 class FineTuningRun:
-    """Reads the data, builds and compiles the model; `train()`, `evaluate()`, `predict()`."""
+    """Reads the data, builds the model and its optimizer; `train()`, `evaluate()`, `predict()`."""
 
     name = "fine-tuning"  # the entry point, in progress lines
 
     def __init__(self, settings: FineTuningSettings):
         self.settings = s = settings
+        # First: multi-worker collectives must be configured before TensorFlow runs any op.
+        self.strategy = distribution.create_strategy(s.strategy, s.tpu)
+        self.chief = distribution.is_chief(self.strategy)
+        replicas = self.strategy.num_replicas_in_sync
+        if s.train_batch_size % replicas:
+            raise ValueError(
+                f"--train_batch_size={s.train_batch_size} must be divisible by the {replicas} replica(s)"
+            )
+        if s.mixed_precision == "float16" and replicas > 1:
+            # Keras' LossScaleOptimizer checks each replica's own gradients for overflow: under mirrored the
+            # first replica decides for all, under multi_worker_mirrored replicas may decide differently
+            # around the all-reduce and hang.
+            raise ValueError(
+                f"--mixed_precision=float16 runs on one replica only (this strategy has {replicas}); "
+                "use bfloat16 or float32"
+            )
         keras.utils.set_random_seed(s.seed)
         distribution.set_precision(s.mixed_precision)
         self.spm = model_dir.spm_model_file(s.model_dir)
@@ -62,9 +91,13 @@ class FineTuningRun:
                 f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
             )
         self.splits = self._read()
-        self.model = self._build_model()
-        schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
-        self.model.compile(optimizer=AdamWeightDecay(schedule), jit_compile=s.jit_compile, **self._losses())
+        with self.strategy.scope():
+            self.model = self._build_model()
+            schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
+            self.optimizer = AdamWeightDecay(schedule)
+            if s.mixed_precision == "float16":
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            self.optimizer.build(self.model.trainable_variables)
 
     @property
     def metric_names(self):
@@ -78,8 +111,8 @@ class FineTuningRun:
     def _build_model(self):
         raise NotImplementedError
 
-    def _losses(self):
-        """`compile` arguments: loss (and loss_weights)."""
+    def _example_losses(self, targets, outputs):
+        """The training loss of each example of a batch: float32 [batch]."""
         raise NotImplementedError
 
     def _dataset(self, split, is_training=False):
@@ -95,47 +128,95 @@ class FineTuningRun:
         raise NotImplementedError
 
     def train(self, log=print):
-        """Trains train_step steps; evaluates every save_checkpoints_steps; keeps the best model."""
+        """Trains train_step steps; evaluates every save_checkpoints_steps; ends with the best model.
+
+        Returns the best evaluation's metrics and global_step (None without a dev split).
+        """
         s = self.settings
         dataset = self._dataset("train", is_training=True).repeat()
-        best, done = None, 0
+        iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+        train_steps = self._make_train_steps()
+        best, best_weights, done = None, None, 0
         while done < s.train_step:
             steps = min(s.save_checkpoints_steps, s.train_step - done)
-            history = self.model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+            loss = float(train_steps(iterator, tf.constant(steps)))
             done += steps
-            line = f"step {done}/{s.train_step} | loss {history.history['loss'][-1]:.4f}"
+            line = f"step {done}/{s.train_step} | loss {loss:.4f}"
             if "dev" in self.splits:
                 results = self.evaluate()
                 line += " | " + " | ".join(f"{k} {v:.4f}" for k, v in results.items())
                 if best is None or results[self.metric_names[0]] > best[self.metric_names[0]]:
                     best = {**results, "global_step": done}
+                    # Kept in memory too: workers other than the chief have no copy on disk.
+                    best_weights = self.model.get_weights()
                     self.save()
             else:
                 self.save()
-            log(f"{self.name}: {line}")
+            if self.chief:
+                log(f"{self.name}: {line}")
+        if best_weights is not None:
+            self.model.set_weights(best_weights)
         return best
 
+    def _make_train_steps(self):
+        """train_steps(iterator, steps): that many optimizer updates; returns their mean loss."""
+        s, strategy, model, optimizer = self.settings, self.strategy, self.model, self.optimizer
+        global_batch = float(s.train_batch_size)
+
+        @tf.function(jit_compile=s.jit_compile)
+        def gradients(inputs, targets):
+            """This replica's share of the global batch's mean loss, and its gradients."""
+            with tf.GradientTape() as tape:
+                outputs = model(inputs, training=True)
+                loss = tf.reduce_sum(self._example_losses(targets, outputs)) / global_batch
+                scaled = optimizer.scale_loss(loss)
+            return tape.gradient(scaled, model.trainable_variables), loss
+
+        def replica_step(batch):
+            grads, loss = gradients(*batch)
+            optimizer.apply(grads, model.trainable_variables)  # sums over replicas, then clips
+            return loss
+
+        @tf.function
+        def train_steps(iterator, steps):
+            total = tf.constant(0.0)
+            for _ in tf.range(steps):
+                losses = strategy.run(replica_step, args=(next(iterator),))
+                total += strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+            return total / tf.cast(steps, tf.float32)
+
+        return train_steps
+
     def save(self):
-        """The model directory (pretrained files copied from model_dir) with this task model."""
-        s = self.settings
-        model_dir.copy_config_and_spm(s.model_dir, s.output_dir)
-        model_dir.save_task_model(self.model, s.output_dir)
+        """The model directory in output_dir (chief only)."""
+        if self.chief:
+            self._save(self.settings.output_dir)
+
+    def write(self, name, text):
+        """Writes a text file of output_dir (chief only), whole or not at all."""
+        if self.chief:
+            file_io.makedirs(self.settings.output_dir)
+            file_io.write_atomically(file_io.join(self.settings.output_dir, name), text.encode("utf-8"))
+
+    def _save(self, directory):
+        """Writes the model directory: the pretrained files copied from model_dir, and this task model."""
+        model_dir.copy_config_and_spm(self.settings.model_dir, directory)
+        model_dir.save_task_model(self.model, directory)
 
 
 def run(settings: FineTuningSettings, job_class):
-    """Trains (do_train), evaluates (do_eval: eval_results.json) and predicts (do_predict)."""
+    """Trains (do_train), evaluates (do_eval: eval_results.json) and predicts (do_predict).
+
+    Every process of a multi-worker run calls it; only the chief writes.
+    """
     job = job_class(settings)
-    os.makedirs(settings.output_dir, exist_ok=True)
     best = None
     if settings.do_train:
         best = job.train(log=lambda line: print(line, file=sys.stderr, flush=True))
-        if best is not None:
-            job.model = model_dir.load_task_model(settings.output_dir)  # the best evaluation's model
     results = None
     if settings.do_eval:
         results = best or {**job.evaluate(), "global_step": 0}
-        path = os.path.join(settings.output_dir, "eval_results.json")
-        write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
+        job.write("eval_results.json", json.dumps(results, indent=2, sort_keys=True) + "\n")
     if settings.do_predict:
         job.predict()
     return results

@@ -13,14 +13,12 @@ do_predict predictions.json (question id → answer text, "" for no answer) plus
 
 import dataclasses
 import json
-import os
 
 import keras
 
 from albert_tf.data import span_decoding, squad
 from albert_tf.data.glue import DataError
 from albert_tf.data.tokenizer import AlbertTokenizer
-from albert_tf.file_io import write_atomically
 from albert_tf.models import AlbertSpanLabeler
 from albert_tf.training import finetuning, metrics
 
@@ -91,14 +89,19 @@ class SquadRun(finetuning.FineTuningRun):
             s.model_dir, answerability=s.version_2_with_negative, dropout_rate=s.dropout_rate
         )
 
-    def _losses(self):
-        span = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        loss = {"start_logits": span, "end_logits": span}
-        weights = {"start_logits": 0.5, "end_logits": 0.5}
+    def _example_losses(self, targets, outputs):
+        """The mean of the start and end cross-entropies, plus half the answerability cross-entropy."""
+        span = keras.losses.sparse_categorical_crossentropy
+        loss = 0.5 * (
+            span(targets["start_logits"], outputs["start_logits"], from_logits=True)
+            + span(targets["end_logits"], outputs["end_logits"], from_logits=True)
+        )
         if self.settings.version_2_with_negative:
-            loss["answerable_logits"] = keras.losses.BinaryCrossentropy(from_logits=True)
-            weights["answerable_logits"] = 0.5
-        return {"loss": loss, "loss_weights": weights}
+            answerable = keras.losses.binary_crossentropy(
+                targets["answerable_logits"][:, None], outputs["answerable_logits"][:, None], from_logits=True
+            )
+            loss += 0.5 * answerable
+        return loss
 
     def _dataset(self, split, is_training=False):
         s = self.settings
@@ -118,15 +121,15 @@ class SquadRun(finetuning.FineTuningRun):
             null_score_threshold=s.null_score_threshold,
         )  # fmt: skip
 
-    def save(self):
+    def _save(self, directory):
         """The model directory, with the settings the span export needs to answer as we do."""
-        super().save()
+        super()._save(directory)
         s = self.settings
         span_decoding.SpanSettings(
             max_seq_length=s.max_seq_length, doc_stride=s.doc_stride, max_query_length=s.max_query_length,
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
-        ).save(s.output_dir)  # fmt: skip
+        ).save(directory)  # fmt: skip
 
     def evaluate(self):
         examples, _ = self.splits["dev"]
@@ -138,8 +141,7 @@ class SquadRun(finetuning.FineTuningRun):
         outputs = {"predictions.json": answers, "null_odds.json": no_answer}
         for name, values in outputs.items():
             if values is not None:
-                text = json.dumps(values, indent=2, ensure_ascii=False) + "\n"
-                write_atomically(os.path.join(self.settings.output_dir, name), text.encode("utf-8"))
+                self.write(name, json.dumps(values, indent=2, ensure_ascii=False) + "\n")
 
 
 def run(settings: SquadSettings):

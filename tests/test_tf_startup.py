@@ -1,0 +1,76 @@
+"""Commands keep TensorFlow's C++ start-up notices out of the terminal; the user's TF_CPP_MIN_LOG_LEVEL and
+real warnings still show; importing the library changes nothing."""
+
+import os
+import re
+import subprocess
+import sys
+
+from albert_tf import tf_startup
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTICES = (
+    "absl::InitializeLog()",
+    "oneDNN custom operations are on",
+    "cudart_stub",
+    "cuInit",
+    "cpu_feature_guard",
+)
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} ", re.MULTILINE)  # absl's format: severity, month, day
+
+
+def run(args, **env):
+    """A fresh Python process (args after `python`) with no TF_CPP_MIN_LOG_LEVEL unless given in env."""
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env={**environment, **env}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+SUMMARY = ["-m", "albert_tf.model_summary", "--albert_config_file=configs/albert_tiny.json"]
+
+
+def test_a_command_prints_no_start_up_notices():
+    result = run(SUMMARY)
+    assert "encoder" in result.stdout
+    assert not [notice for notice in NOTICES if notice in result.stderr], result.stderr
+    assert not CPP_LOG_LINE.search(result.stderr), result.stderr
+
+
+def test_an_explicit_log_level_wins():
+    result = run(SUMMARY, TF_CPP_MIN_LOG_LEVEL="0")
+    assert "absl::InitializeLog()" in result.stderr and "oneDNN custom operations are on" in result.stderr
+    assert "encoder" in result.stdout
+
+
+def test_a_real_warning_at_start_up_still_shows():
+    result = run(SUMMARY, TF_ENABLE_ONEDNN_OPTS="sometimes")
+    assert "TF_ENABLE_ONEDNN_OPTS is not set to either '0', 'false', '1', or 'true'" in result.stderr
+    assert "oneDNN custom operations are on" not in result.stderr
+
+
+def test_importing_the_library_leaves_logging_alone():
+    code = "import os, albert_tf.training.finetuning; print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))"
+    result = run(["-c", code])
+    assert result.stdout.strip() == "None" and "oneDNN custom operations are on" in result.stderr
+
+
+def test_notices_are_told_from_other_lines():
+    """On the lines TensorFlow really prints at start-up (all of them, at level 0)."""
+    code = "import tensorflow as tf; tf.config.list_physical_devices()"
+    lines = run(["-c", code], TF_CPP_MIN_LOG_LEVEL="0").stderr.splitlines()
+    cuda = [line for line in lines if "cudart_stub" in line or "cuInit" in line]
+    always = [line for line in lines if "absl::InitializeLog()" in line or "oneDNN custom operations" in line]
+    assert cuda and always
+    # TensorFlow's own filter (level 1) drops the CPU-feature notice; ours leaves it and anything else alone.
+    others = [line for line in lines if line not in cuda and line not in always]
+    assert all(tf_startup.is_startup_notice(line, gpu_driver=False) for line in cuda + always)
+    assert all(tf_startup.is_startup_notice(line, gpu_driver=True) for line in always)
+    # Where an NVIDIA driver is installed, a failing CUDA start is the reason the GPU is not used.
+    assert not any(tf_startup.is_startup_notice(line, gpu_driver=True) for line in cuda)
+    assert not any(tf_startup.is_startup_notice(line, gpu_driver=False) for line in others)
+    warning = "W0000 00:00:1.0 1 port.cc:148] TF_ENABLE_ONEDNN_OPTS is not set to either '0' or '1'"
+    assert not tf_startup.is_startup_notice(warning, gpu_driver=False)
