@@ -13,6 +13,7 @@ import sys
 
 from absl import app, flags, logging
 
+from albert_tf import tf_startup
 from albert_tf.training.pretraining_settings import CHOICES, HELP, REQUIRED, PretrainingSettings
 
 FLAGS = flags.FLAGS
@@ -28,6 +29,7 @@ flags.mark_flags_as_required(list(REQUIRED))
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly()  # first: before anything imports TensorFlow
     logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines would drown the progress line.
     from albert_tf.training import pretraining
 

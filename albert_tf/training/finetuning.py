@@ -28,7 +28,8 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.models import model_dir
-from albert_tf.training import distribution
+from albert_tf.training import distribution, replicated_update
+from albert_tf.training.loss_scale import DynamicLossScale
 from albert_tf.training.optimizers import AdamWeightDecay
 from albert_tf.training.schedules import WarmupPolynomialDecay
 
@@ -72,14 +73,6 @@ class FineTuningRun:
             raise ValueError(
                 f"--train_batch_size={s.train_batch_size} must be divisible by the {replicas} replica(s)"
             )
-        if s.mixed_precision == "float16" and replicas > 1:
-            # Keras' LossScaleOptimizer checks each replica's own gradients for overflow: under mirrored the
-            # first replica decides for all, under multi_worker_mirrored replicas may decide differently
-            # around the all-reduce and hang.
-            raise ValueError(
-                f"--mixed_precision=float16 runs on one replica only (this strategy has {replicas}); "
-                "use bfloat16 or float32"
-            )
         keras.utils.set_random_seed(s.seed)
         distribution.set_precision(s.mixed_precision)
         self.spm = model_dir.spm_model_file(s.model_dir)
@@ -95,9 +88,9 @@ class FineTuningRun:
             self.model = self._build_model()
             schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
             self.optimizer = AdamWeightDecay(schedule)
-            if s.mixed_precision == "float16":
-                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             self.optimizer.build(self.model.trainable_variables)
+            # float16: our loss scaling, decided alike on every replica (replicated_update).
+            self.loss_scale = DynamicLossScale() if s.mixed_precision == "float16" else None
 
     @property
     def metric_names(self):
@@ -159,31 +152,37 @@ class FineTuningRun:
         return best
 
     def _make_train_steps(self):
-        """train_steps(iterator, steps): that many optimizer updates; returns their mean loss."""
+        """train_steps(iterator, steps): that many global batches; returns the applied ones' mean loss."""
         s, strategy, model, optimizer = self.settings, self.strategy, self.model, self.optimizer
-        global_batch = float(s.train_batch_size)
+        loss_scale, global_batch = self.loss_scale, float(s.train_batch_size)
 
         @tf.function(jit_compile=s.jit_compile)
-        def gradients(inputs, targets):
-            """This replica's share of the global batch's mean loss, and its gradients."""
+        def gradients(inputs, targets, scale):
+            """This replica's share of the global batch's mean loss, and its gradients (of loss × scale)."""
             with tf.GradientTape() as tape:
                 outputs = model(inputs, training=True)
                 loss = tf.reduce_sum(self._example_losses(targets, outputs)) / global_batch
-                scaled = optimizer.scale_loss(loss)
+                scaled = loss * scale
             return tape.gradient(scaled, model.trainable_variables), loss
 
         def replica_step(batch):
-            grads, loss = gradients(*batch)
-            optimizer.apply(grads, model.trainable_variables)  # sums over replicas, then clips
-            return loss
+            scale = tf.constant(1.0) if loss_scale is None else loss_scale.scale.value()
+            grads, loss = gradients(*batch, scale)
+            grads, finite = replicated_update.summed_gradients(grads, scale)  # summed, then clipped on apply
+            return loss, grads, finite
 
         @tf.function
         def train_steps(iterator, steps):
-            total = tf.constant(0.0)
+            total, applied_steps = tf.constant(0.0), tf.constant(0.0)
             for _ in tf.range(steps):
-                losses = strategy.run(replica_step, args=(next(iterator),))
-                total += strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-            return total / tf.cast(steps, tf.float32)
+                losses, grads, finite = strategy.run(replica_step, args=(next(iterator),))
+                loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+                applied = replicated_update.apply_or_skip(
+                    strategy, optimizer, model.trainable_variables, grads, finite, loss_scale
+                )
+                total += tf.where(applied, loss, 0.0)
+                applied_steps += tf.cast(applied, tf.float32)
+            return total / tf.maximum(applied_steps, 1.0)
 
         return train_steps
 

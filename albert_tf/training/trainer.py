@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from albert_tf.data import features
 from albert_tf.models import AlbertEncoder, AlbertPretrainer
-from albert_tf.training import losses
+from albert_tf.training import losses, replicated_update
 from albert_tf.training.loss_scale import DynamicLossScale
 from albert_tf.training.optimizers import create_optimizer
 from albert_tf.training.schedules import WarmupPolynomialDecay
@@ -76,7 +76,7 @@ class PretrainingTrainer:
             return [tf.convert_to_tensor(g) for g in grads], sums
 
         def replica_gradients(batch):
-            """This replica's sums, and the global batch's gradient summed over replicas."""
+            """This replica's sums, and the global batch's gradient summed over replicas (and finiteness)."""
             context = tf.distribute.get_replica_context()
             # The masked-LM loss divides by the whole global batch's weight sum, so it is summed first.
             mlm_weight_total = context.all_reduce(
@@ -92,13 +92,8 @@ class PretrainingTrainer:
                 total_grads = (
                     grads if total_grads is None else [a + b for a, b in zip(total_grads, grads, strict=True)]
                 )
-            grads = context.all_reduce(tf.distribute.ReduceOp.SUM, [g / scale for g in total_grads])
-            # The same summed gradients on every replica: the same finiteness everywhere.
-            finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
-            return sums, grads, tf.cast(finite, tf.float32)
-
-        def replica_apply(grads):
-            optimizer.apply_summed(grads, model.trainable_variables)
+            grads, finite = replicated_update.summed_gradients(total_grads, scale)
+            return sums, grads, finite
 
         @tf.function
         def loop(iterator, steps):
@@ -107,21 +102,11 @@ class PretrainingTrainer:
             for _ in tf.range(steps):
                 sums, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))
                 sums = strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
-                # The same on every replica: the mean is that value.
-                finite = strategy.reduce(tf.distribute.ReduceOp.MEAN, finite, axis=None) > 0.5
-                if loss_scale is None:
-                    strategy.run(replica_apply, args=(grads,))
-                else:
-                    # Decided here, in cross-replica context: a synchronization point (the optimizer's
-                    # cross-device update) may not sit inside control flow within a replica's function.
-                    def apply(grads=grads):
-                        strategy.run(replica_apply, args=(grads,))
-                        return tf.constant(True)
-
-                    tf.cond(finite, apply, lambda: tf.constant(False))
-                    loss_scale.update(finite)
-                totals += tf.where(finite, sums, tf.zeros_like(sums))
-                skipped += 1.0 - tf.cast(finite, tf.float32)
+                applied = replicated_update.apply_or_skip(
+                    strategy, optimizer, model.trainable_variables, grads, finite, loss_scale
+                )
+                totals += tf.where(applied, sums, tf.zeros_like(sums))
+                skipped += 1.0 - tf.cast(applied, tf.float32)
                 self.batches.assign_add(1)
             return totals, skipped
 
