@@ -32,7 +32,7 @@ setup(
     ],
     extras_require={
         # nbclient/nbformat/ipykernel: the tests execute notebooks/ so they never rot.
-        "test": ["pytest", "ruff", "nbclient", "nbformat", "ipykernel"],
+        "test": ["pytest", "pytest-xdist", "ruff", "nbclient", "nbformat", "ipykernel"],
         # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
         "bench": ["keras-hub"],
         # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21

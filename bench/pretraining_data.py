@@ -7,7 +7,7 @@ Builds records from the bundled sample corpus repeated SCALE times, each build i
 - previous: the builder this one replaced (git commit PREVIOUS: blocks in corpus order through a 10,000-record
   shuffle buffer, round-robin to the outputs), checked out of git into a temporary folder;
 - local: `create_pretraining_data --runner=local` (pretraining_builder), --workers processes;
-- beam: `--runner=beam` with Beam's DirectRunner in --workers processes (multi_processing mode).
+- beam: `--runner=beam` with Beam's FnApiRunner in --workers processes (multi_processing mode).
 Prints instances/s over the build (reading, tokenizing, masking, sorting, writing; imports excluded; Beam's
 pipeline start-up included), the peak RSS (VmHWM) of the main process and of the largest child, and the ratio
 to the previous builder. The local and Beam outputs are compared byte for byte.

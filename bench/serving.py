@@ -32,19 +32,6 @@ SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
 SEQ = 128
 
 
-def _load_sentencepiece_first():
-    """keras-hub loads SentencePiece models from bytes through the `sentencepiece` module; once TensorFlow
-    Text is imported, that first load segfaults in `LoadFromSerializedProto` (sentencepiece 0.1.99 and
-    tensorflow-text 2.21 in one process). A load from bytes before TensorFlow is imported avoids it."""
-    import sentencepiece
-
-    with open(SPM, "rb") as file:
-        sentencepiece.SentencePieceProcessor(model_proto=file.read())
-
-
-_load_sentencepiece_first()
-
-
 def sample_pairs(count):
     lines = []
     with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:

@@ -1,12 +1,18 @@
 """Tiny configs and inputs for tests: odd sizes so that a swapped axis fails loudly."""
 
+import json
+import os
 import pathlib
+import socket
+import subprocess
+import sys
 
 import numpy as np
 
 from albert_tf.config import AlbertConfig
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def tiny_config(**changes) -> AlbertConfig:
@@ -49,3 +55,57 @@ def encoder_inputs(features):
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
 SAMPLE_SPM = REPO / "data" / "sample" / "spm_8k.model"
+
+
+_TWO_DEVICES_SCRIPT = """
+import runpy, sys
+import albert_tf, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__")
+"""
+
+
+def run_on_two_devices(module, args, check=True):
+    """`python -m module args` with the CPU split into two logical devices."""
+    result = subprocess.run(
+        [sys.executable, "-c", _TWO_DEVICES_SCRIPT, module, *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for handle in sockets:
+        handle.bind(("127.0.0.1", 0))
+    ports = [handle.getsockname()[1] for handle in sockets]
+    for handle in sockets:
+        handle.close()
+    return ports
+
+
+def run_on_two_workers(module, worker_args):
+    """`python -m module` as the two workers of a loopback cluster (TF_CONFIG, as MultiWorkerMirroredStrategy
+    reads it), worker i with the flags worker_args[i]; both must exit 0.
+
+    Returns:
+      each worker's output (stdout and stderr together).
+    """
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for index, args in enumerate(worker_args):
+        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", module, *args], cwd=ROOT, env={**os.environ, "TF_CONFIG": config},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        ))  # fmt: skip
+    outputs = []
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, output[-3000:]
+        outputs.append(output)
+    return outputs

@@ -99,6 +99,7 @@ def test_tiny_flagfile_points_at_bundled_files():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("quick_start")  # one process trains the quick start once for both
 def test_quick_start_runs_and_the_loss_falls(quick_start):
     result, output = quick_start
     assert result.returncode == 0, result.stderr[-3000:]

@@ -14,6 +14,7 @@ NOTEBOOK = ROOT / "notebooks" / "finetune_text_classification.ipynb"
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("quick_start")  # one process trains the quick start once for both
 def test_notebook_fine_tunes_exports_and_beats_chance(quick_start, monkeypatch):
     result, model = quick_start
     assert result.returncode == 0, result.stderr[-3000:]

@@ -16,7 +16,11 @@ the SentencePiece model) may be on any file system Beam knows (gs:// on Dataflow
 """
 
 import collections
+import contextlib
 import json
+import logging
+import os
+import tempfile
 import time
 import uuid
 
@@ -34,19 +38,17 @@ _STATS = "statistics"
 def pipeline_arguments(spec, num_workers=2):
     """Beam arguments from TFDS-style `--beam_pipeline_options` ("runner=DataflowRunner,project=p,...").
 
-    Without a runner: Beam's DirectRunner in num_workers local processes (FnApiRunner, in this process, for
-    one). Beam 2.77's default DirectRunner would first try to download a runner binary.
+    Without a runner: Beam's FnApiRunner, in this process for one worker, else in num_workers local
+    processes. Named directly: Beam 2.77's DirectRunner, even in multi_processing mode, first tries its Prism
+    runner, which downloads a binary from GitHub at run time (and logs the failure where it cannot).
     """
     arguments = [f"--{item.strip()}" for item in spec.split(",") if item.strip()] if spec else []
     if not any(argument.startswith("--runner=") for argument in arguments):
-        if num_workers <= 1:
-            arguments.append("--runner=FnApiRunner")
-        else:
+        arguments.append("--runner=FnApiRunner")
+        if num_workers > 1:
             arguments += [
-                "--runner=DirectRunner",
                 "--direct_running_mode=multi_processing",
                 f"--direct_num_workers={num_workers}",
-                "--default_sdk_harness_log_level=WARNING",
             ]
     return arguments
 
@@ -123,6 +125,33 @@ def _run_pipeline(options, inputs, settings, temporaries, results_path, sort_mem
         raise BuildError(f"the Beam pipeline failed: {lines[-1] if lines else error}") from error
 
 
+@contextlib.contextmanager
+def _quiet_local_workers():
+    """Warnings and errors only from Beam's local runner. Its worker processes log their start-up and shutdown
+    at INFO, each line twice: on their stderr, and echoed by the job service in this process. The FnApiRunner
+    hands its workers no log level; they read one from the options file named by PIPELINE_OPTIONS_FILE in
+    their environment (Beam's SDK-harness contract), and get no other options from it either way."""
+    echo = logging.getLogger("apache_beam.runners.portability.local_job_service")
+    levels = {logger: logger.level for logger in (logging.getLogger("apache_beam"), echo)}
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    echo.setLevel(logging.ERROR)  # the workers' own stderr already shows their warnings
+    saved = os.environ.get("PIPELINE_OPTIONS_FILE")
+    with tempfile.TemporaryDirectory() as folder:
+        options_file = os.path.join(folder, "worker_options.json")
+        with open(options_file, "w", encoding="utf-8") as handle:
+            json.dump({"default_sdk_harness_log_level": "WARNING"}, handle)
+        os.environ["PIPELINE_OPTIONS_FILE"] = options_file
+        try:
+            yield
+        finally:
+            for logger, level in levels.items():
+                logger.setLevel(level)
+            if saved is None:
+                del os.environ["PIPELINE_OPTIONS_FILE"]
+            else:
+                os.environ["PIPELINE_OPTIONS_FILE"] = saved
+
+
 def build(
     input_files,
     output_files,
@@ -148,9 +177,13 @@ def build(
     token = uuid.uuid4().hex[:12]
     temporaries = [f"{path}.tmp-{token}" for path in output_files]
     results_path = f"{manifest_file}.tmp-{token}-results.json"
-    options = PipelineOptions(pipeline_arguments(pipeline_options, num_workers))
+    arguments = pipeline_arguments(pipeline_options, num_workers)
+    local = "--runner=FnApiRunner" in arguments
     try:
-        _run_pipeline(options, inputs, settings, temporaries, results_path, sort_memory_bytes)
+        with _quiet_local_workers() if local else contextlib.nullcontext():
+            _run_pipeline(
+                PipelineOptions(arguments), inputs, settings, temporaries, results_path, sort_memory_bytes
+            )
         with files.open_read(results_path) as handle:
             results = json.loads(handle.read())
         manifest = pretraining_units.publish(

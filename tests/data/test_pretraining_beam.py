@@ -61,7 +61,7 @@ def test_pipeline_arguments_pass_options_and_default_to_local_processes():
     assert pretraining_beam.pipeline_arguments("", num_workers=1) == ["--runner=FnApiRunner"]
     assert pretraining_beam.pipeline_arguments("save_main_session", num_workers=3)[:4] == [
         "--save_main_session",
-        "--runner=DirectRunner",
+        "--runner=FnApiRunner",
         "--direct_running_mode=multi_processing",
         "--direct_num_workers=3",
     ]

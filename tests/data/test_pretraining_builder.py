@@ -238,6 +238,8 @@ def test_command_line_train_tokenizer_then_create_pretraining_data_local_and_bea
         )
         assert created.returncode == 0, created.stderr
         assert "instances" in created.stdout and "sentence order" in created.stdout
+        # Beam's local workers: no attempt at Prism (a binary download), and no INFO lines of theirs.
+        assert "Prism" not in created.stderr and "sdk harness starting" not in created.stderr, created.stderr
     names = ["r.tfrecord-00000-of-00002", "r.tfrecord-00001-of-00002", "r.tfrecord.manifest.json"]
     assert sorted(os.listdir(tmp_path / "beam")) == sorted(os.listdir(tmp_path / "local")) == names
     assert _bytes([tmp_path / "local" / n for n in names]) == _bytes([tmp_path / "beam" / n for n in names])

@@ -48,6 +48,8 @@ PY_FUNCTIONS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 BAD_TEXTS = ["", "\xff\xfe not UTF-8", "word " * 20_000, "Tabs\tand\nnewlines", "1,000 Ünïcödé ＡＢＣ"]
 TEXTS = ["The cat sat on the mat.", "ALBERT, 1,000 times", "a", "Ça va? ﬁne", "The quick brown fox jumps."]
 EXPORTS = ("encoder", "pretraining", "classifier", "regression", "span", "multiple_choice")
+# One test process builds the exports (a minute) and runs every test that reads them.
+pytestmark = pytest.mark.xdist_group("export")
 
 
 @pytest.fixture(scope="module")

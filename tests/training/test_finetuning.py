@@ -12,8 +12,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -22,8 +20,7 @@ import tensorflow as tf
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.training import classifier_finetuning, race_finetuning, squad_finetuning
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
-from tests.training.test_pretraining import free_ports
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_devices, run_on_two_workers, tiny_config
 from tests.training.test_squad_finetuning import squad_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -154,27 +151,6 @@ def assert_same_run(one, two, outputs, logs):
         assert a == pytest.approx(b, rel=RESULTS_RTOL, abs=RESULTS_ATOL), name
 
 
-MIRRORED_SCRIPT = """
-import runpy, sys
-import albert_tf, tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-sys.argv = sys.argv[1:]
-runpy.run_module(sys.argv[0], run_name="__main__")
-"""
-
-
-def run_on_two_devices(module, args, check=True):
-    """`python -m module args` with the CPU split into two logical devices."""
-    result = subprocess.run(
-        [sys.executable, "-c", MIRRORED_SCRIPT, module, *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    if check:
-        assert result.returncode == 0, result.stderr[-3000:]
-    return result
-
-
 # In-process checks -------------------------------------------------------------------------------------
 
 
@@ -260,23 +236,12 @@ def test_float16_on_two_devices_matches_one_device(data, tmp_path):
 def test_classifier_on_two_workers_matches_one_process(data, tmp_path, capsys):
     one = classifier_settings(data, tmp_path / "one")
     classifier_finetuning.run(one)
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    processes = []
-    for index in range(2):
-        # Worker 1 is told another output directory: it must write nothing at all.
-        output = tmp_path / ("two" if index == 0 else "worker-1")
-        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "albert_tf.run_classifier",
-             *flags_of(one, output_dir=output, strategy="multi_worker_mirrored")],
-            cwd=ROOT, env={**os.environ, "TF_CONFIG": config}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-        ))  # fmt: skip
-    outputs = []
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
-        outputs.append(output)
+    # Worker 1 is told another output directory: it must write nothing at all.
+    args = [
+        flags_of(one, output_dir=tmp_path / name, strategy="multi_worker_mirrored")
+        for name in ("two", "worker-1")
+    ]
+    outputs = run_on_two_workers("albert_tf.run_classifier", args)
     assert not (tmp_path / "worker-1").exists()
     assert "run_classifier: step 6/6" in outputs[0] and "run_classifier: step" not in outputs[1]
     assert_same_run(tmp_path / "one", tmp_path / "two", [], [capsys.readouterr().err, outputs[0]])

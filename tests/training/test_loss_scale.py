@@ -2,22 +2,15 @@
 two workers."""
 
 import dataclasses
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.training.loss_scale import DynamicLossScale
-from tests.helpers import tiny_config
+from tests.helpers import run_on_two_devices, run_on_two_workers, tiny_config
 from tests.training.test_pretraining import (
-    MIRRORED_SCRIPT,
-    ROOT,
     flags_of,
-    free_ports,
     run_module,
     settings,
     weights,
@@ -62,23 +55,12 @@ def test_an_overflow_is_skipped_alike_on_one_device_two_devices_and_two_workers(
     one = run_module(flags_of(base))
     assert "step 6/6 |" in one.stderr and "1 float16 overflow steps skipped" in one.stderr, one.stderr[-2000:]
     two = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="mirrored"))
-    mirrored = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT, *two], cwd=ROOT, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
-    assert mirrored.returncode == 0 and "1 float16 overflow steps skipped" in mirrored.stderr, mirrored.stderr
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    args = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "workers"),
-                                        strategy="multi_worker_mirrored"))  # fmt: skip
-    processes = []
-    for index in range(2):
-        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "albert_tf.run_pretraining", *args], cwd=ROOT,
-            env={**os.environ, "TF_CONFIG": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
-        ))  # fmt: skip
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
+    mirrored = run_on_two_devices("albert_tf.run_pretraining", two)
+    assert "1 float16 overflow steps skipped" in mirrored.stderr, mirrored.stderr[-2000:]
+    args = flags_of(
+        dataclasses.replace(base, output_dir=str(tmp_path / "workers"), strategy="multi_worker_mirrored")
+    )
+    run_on_two_workers("albert_tf.run_pretraining", [args, args])
     # In every layout: 7 global batches read, 6 updates applied (the step and the schedule follow applied
     # updates), one halving.
     for folder in ("one", "two", "workers"):

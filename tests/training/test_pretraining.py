@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from albert_tf.checkpoints import convert, tf1_variables
 from albert_tf.data import features, pretraining_dataset
 from albert_tf.models import model_dir
 from albert_tf.training import losses, pretraining
-from tests.helpers import tiny_config
+from tests.helpers import run_on_two_devices, run_on_two_workers, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ, PREDICTIONS, VOCAB = 16, 3, 97
@@ -382,37 +381,13 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
     assert_same_weights(tmp_path / "whole", tmp_path / "killed")
 
 
-MIRRORED_SCRIPT = """
-import sys
-import albert_tf, tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from albert_tf import run_pretraining
-from absl import app
-sys.argv = ["run_pretraining", *sys.argv[1:]]
-app.run(run_pretraining.main)
-"""
-
-
 @pytest.mark.slow
 def test_mirrored_over_two_devices_matches_one_device(data, tmp_path):
     base = exact_settings(data, tmp_path / "one")
     run_module(flags_of(base))
     two = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="mirrored"))
-    result = subprocess.run([sys.executable, "-c", MIRRORED_SCRIPT, *two], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_on_two_devices("albert_tf.run_pretraining", two)
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
-
-
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for handle in sockets:
-        handle.bind(("127.0.0.1", 0))
-    ports = [handle.getsockname()[1] for handle in sockets]
-    for handle in sockets:
-        handle.close()
-    return ports
 
 
 @pytest.mark.slow
@@ -427,21 +402,10 @@ def test_multi_worker_on_loopback_matches_one_process(data, tmp_path):
         eval_input_file=data["eval"],
     )
     run_module(flags_of(base))
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     args = flags_of(
         dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
     )
-    processes = []
-    for index in range(2):
-        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "albert_tf.run_pretraining", *args], cwd=ROOT,
-            env={**os.environ, "TF_CONFIG": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
-        ))  # fmt: skip
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
+    run_on_two_workers("albert_tf.run_pretraining", [args, args])
     # Worker 0 wrote the model directory; worker 1 only its own checkpoints.
     assert (tmp_path / "two" / "checkpoints" / "worker_1").is_dir()
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)

@@ -5,8 +5,6 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,12 +16,10 @@ from albert_tf.data.pretraining_manifest import output_paths
 from albert_tf.data.pretraining_units import BuildSettings
 from albert_tf.training import pretraining_input
 from albert_tf.training.pretraining_settings import PretrainingSettings
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_workers, tiny_config
 from tests.training.test_pretraining import (
-    ROOT,
     assert_same_weights,
     flags_of,
-    free_ports,
     run_module,
     weights,
     write_records,
@@ -134,21 +130,10 @@ def test_records_without_a_manifest_say_what_resuming_costs(tmp_path):
 def test_two_workers_train_the_one_process_weights_from_a_manifest(built, tmp_path):
     base = settings(built, tmp_path / "one")
     run_module(flags_of(base))
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     args = flags_of(
         dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
     )
-    processes = []
-    for index in range(2):
-        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "albert_tf.run_pretraining", *args], cwd=ROOT,
-            env={**os.environ, "TF_CONFIG": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
-        ))  # fmt: skip
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
+    run_on_two_workers("albert_tf.run_pretraining", [args, args])
     # Same records per step, so the same update up to float32 summation order. Adam divides each gradient by
     # its own root mean square, so a near-cancelling sum (an embedding row hit by few tokens) can carry an
     # order difference of ~1e-3 of one step's update (lr 0.01) into a weight: 3e-6 was seen, in 1 weight of
