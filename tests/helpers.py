@@ -12,7 +12,6 @@ import numpy as np
 from albert_tf.config import AlbertConfig
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def tiny_config(**changes) -> AlbertConfig:
@@ -70,7 +69,7 @@ runpy.run_module(sys.argv[0], run_name="__main__")
 def run_on_two_devices(module, args, check=True):
     """`python -m module args` with the CPU split into two logical devices."""
     result = subprocess.run(
-        [sys.executable, "-c", _TWO_DEVICES_SCRIPT, module, *args], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-c", _TWO_DEVICES_SCRIPT, module, *args], cwd=REPO, capture_output=True, text=True,
         timeout=600,
     )  # fmt: skip
     if check:
@@ -100,7 +99,7 @@ def run_on_two_workers(module, worker_args):
     for index, args in enumerate(worker_args):
         config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", module, *args], cwd=ROOT, env={**os.environ, "TF_CONFIG": config},
+            [sys.executable, "-m", module, *args], cwd=REPO, env={**os.environ, "TF_CONFIG": config},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         ))  # fmt: skip
     outputs = []

@@ -247,20 +247,18 @@ def test_classifier_on_two_workers_matches_one_process(data, tmp_path, capsys):
     assert_same_run(tmp_path / "one", tmp_path / "two", [], [capsys.readouterr().err, outputs[0]])
 
 
-@pytest.mark.slow
-def test_squad_on_two_devices_matches_one_device(data, tmp_path, capsys):
-    one = squad_settings(data, tmp_path / "one")
-    squad_finetuning.run(one)
-    two = flags_of(one, output_dir=tmp_path / "two", strategy="mirrored")
-    result = run_on_two_devices("albert_tf.run_squad", two)
-    logs = [capsys.readouterr().err, result.stderr]
-    assert_same_run(tmp_path / "one", tmp_path / "two", ["predictions.json"], logs)
+# Task → (settings, in-process run, entry point, prediction files compared besides eval_results.json).
+SPAN_AND_CHOICE_TASKS = {
+    "squad": (squad_settings, squad_finetuning.run, "albert_tf.run_squad", ["predictions.json"]),
+    "race": (race_settings, race_finetuning.run, "albert_tf.run_race", []),
+}
 
 
 @pytest.mark.slow
-def test_race_on_two_devices_matches_one_device(data, tmp_path, capsys):
-    one = race_settings(data, tmp_path / "one")
-    race_finetuning.run(one)
-    two = flags_of(one, output_dir=tmp_path / "two", strategy="mirrored")
-    result = run_on_two_devices("albert_tf.run_race", two)
-    assert_same_run(tmp_path / "one", tmp_path / "two", [], [capsys.readouterr().err, result.stderr])
+@pytest.mark.parametrize("task", sorted(SPAN_AND_CHOICE_TASKS))
+def test_squad_and_race_on_two_devices_match_one_device(task, data, tmp_path, capsys):
+    make_settings, run_in_process, module, outputs = SPAN_AND_CHOICE_TASKS[task]
+    one = make_settings(data, tmp_path / "one")
+    run_in_process(one)
+    result = run_on_two_devices(module, flags_of(one, output_dir=tmp_path / "two", strategy="mirrored"))
+    assert_same_run(tmp_path / "one", tmp_path / "two", outputs, [capsys.readouterr().err, result.stderr])
