@@ -32,6 +32,13 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_bool("text_pair", False, "serving_default takes text and text_b (span always does).")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model, if the model directory has none.")
+flags.DEFINE_integer(
+    "sub_batch_size",
+    None,
+    "A request's texts run sorted by length in sub-batches of this many, each padded to its own longest "
+    "(default: albert_tf.serving.export.SUB_BATCH_SIZE, for CPUs); 0: the whole batch at once (GPUs).",
+    lower_bound=0,
+)
 # Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
 flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")
 flags.DEFINE_integer("max_query_length", None, "span: question tokens kept.")
@@ -64,6 +71,7 @@ def main(argv):
         span_settings = SpanSettings.load(FLAGS.model_dir) or SpanSettings()
         given = {name: FLAGS[name].value for name in SPAN_FLAGS if FLAGS[name].value is not None}
         span_settings = dataclasses.replace(span_settings, **given)
+        sizing = {} if FLAGS.sub_batch_size is None else {"sub_batch_size": FLAGS.sub_batch_size}
         path = export_saved_model(
             model,
             spm,
@@ -72,6 +80,7 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length,
             pair=FLAGS.text_pair,
             span_settings=span_settings,
+            **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError) as error:
         print(f"export_saved_model: error: {error}", file=sys.stderr)

@@ -13,9 +13,10 @@ probabilities out, tokenization included. Ours and keras-hub's run as SavedModel
 this process: by TensorFlow's C++ loader through the C API (albert_tf.serving.servable: restore op, init op,
 Session::Run by tensor names; what TF Serving runs, and what the targets are measured on) and by
 tf.saved_model.load.
-Texts are truncated to 128 tokens by all; keras-hub's preprocessor pads every batch to 128, our export pads
-to the batch's longest text, and PyTorch runs both ways (`pytorch`: padded to 128, as Hugging Face's
-examples do; `pytorch_longest`: padding="longest").
+Texts are truncated to 128 tokens by all; keras-hub's preprocessor pads every batch to 128, our export runs a
+batch sorted by length in sub-batches of 8 (the export's default), each padded to its own longest text
+(`--sub_batch_size`; 0: the whole batch padded to its longest), and PyTorch runs both ways (`pytorch`: padded
+to 128, as Hugging Face's examples do; `pytorch_longest`: padding="longest").
 """
 
 import argparse
@@ -49,13 +50,15 @@ def base_config():
     return AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
 
 
-def ours(folder):
+def ours(folder, sub_batch_size):
     """albert_tf's export: (its path, the serving signature's name and inputs for a batch of pairs)."""
     from albert_tf.models import AlbertClassifier, AlbertEncoder
     from albert_tf.serving.export import export_saved_model
 
     model = AlbertClassifier(AlbertEncoder(base_config()), num_classes=2)
-    path = export_saved_model(model, SPM, os.path.join(folder, "ours", "1"), "classifier", SEQ, pair=True)
+    sizing = {} if sub_batch_size is None else {"sub_batch_size": sub_batch_size}
+    path = os.path.join(folder, "ours", "1")
+    path = export_saved_model(model, SPM, path, "classifier", SEQ, pair=True, **sizing)
     return path, "serving_default", lambda a, b: {"text": a, "text_b": b}, "probabilities"
 
 
@@ -167,12 +170,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=8, help="Batches of 32 timed.")
     parser.add_argument("--peers", default="keras_hub,pytorch", help="Comma-separated: keras_hub, pytorch.")
+    parser.add_argument(
+        "--sub_batch_size", type=int, help="Our export's rows per sub-batch (default: the export's; 0: none)."
+    )
     args = parser.parse_args()
     peers = [peer for peer in args.peers.split(",") if peer]
     pairs = sample_pairs(32 * args.iterations + 40)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        exports = {"albert_tf": ours(folder)}
+        exports = {"albert_tf": ours(folder, args.sub_batch_size)}
         if "keras_hub" in peers:
             exports["keras_hub"] = keras_hub_peer(folder)
         loaders = {"C++ loader": through_cpp_loader, "tf.saved_model": through_python_loader}

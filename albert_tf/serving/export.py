@@ -25,10 +25,11 @@ export is loaded that way and its warm-up requests replayed before the version i
 
 The graph holds TensorFlow core ops and tensorflow-text ops that exist in tensorflow-text 2.12 (what the
 stock model server links up to 2.19; 2.20 links 2.20), with the tokenizer pinned to the CPU. Text is
-tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comma rule), truncated to
-max_seq_length and padded only to the longest text of the batch (a short request computes less; real tokens'
-outputs do not change). Span models window contexts longer than max_seq_length and choose answers as
-`run_squad` does (albert_tf/data/span_decoding.py).
+tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comma rule) and truncated to
+max_seq_length. A batch's rows run sorted by length in sub-batches, each padded only to its own longest row
+(sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change, outputs per
+token are zero at padding). Span models window contexts longer than max_seq_length and choose answers as
+`run_squad` does (albert_tf/data/span_decoding.py); their windows, most of them full, run at once.
 """
 
 import os
@@ -39,14 +40,27 @@ from albert_tf import file_io
 from albert_tf.data import span_decoding
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 from albert_tf.data.tokenizer import AlbertTokenizer
-from albert_tf.serving import span_inputs, warmup
+from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
 CPU = "/device:CPU:0"
+# Rows per sub-batch (sub_batches.py): 4 to 16 gave the same throughput with ALBERT-base on a 2-core CPU,
+# 1.6-1.8x that of whole batches (0), bench/serving.py; a GPU server may prefer 0.
+SUB_BATCH_SIZE = 8
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# The model outputs each task serves from token ids (span v2.0 models add answerable_logits), and those with
+# a value per token.
+OUTPUTS = {
+    "encoder": ("pooled_output", "sequence_output"),
+    "pretraining": ("mlm_logits", "sop_logits"),
+    "classifier": ("logits",),
+    "span": ("start_logits", "end_logits"),
+    "multiple_choice": ("logits",),
+}
+PER_TOKEN = ("sequence_output", "start_logits", "end_logits")
 # The tensorflow-text ops the in-graph tokenizer uses: all in tensorflow-text 2.12, all CPU-only.
 TOKENIZER_OPS = frozenset(
     {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceStringToIdOp", "SentencepieceDetokenizeOp",
@@ -75,8 +89,9 @@ class _Functions:
     signatures read the first (keras-team/keras#20095); the C++ loader then finds those uninitialized.
     """
 
-    def __init__(self, model, tokenizer, task, max_seq_length, pair, span_settings):
+    def __init__(self, model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size):
         self.model = model
+        self.sub_batch_size = sub_batch_size
         self.tokenizer = tokenizer
         self.task = task
         self.max_seq_length = max_seq_length
@@ -96,19 +111,33 @@ class _Functions:
             )
 
     def run(self, features):
-        """The model's outputs for packed ids, named for serving (float32)."""
-        if self.task == "encoder":
-            out = self.model(features, training=False)
-            return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
-        if self.task == "pretraining":
-            out = self.model(features, training=False)
-            return {"mlm_logits": out["mlm_logits"], "sop_logits": out["sop_logits"]}
-        if self.task in ("classifier", "multiple_choice"):
-            logits = self.model(features, training=False)
-            if self.regression:
-                return {"logits": logits}
-            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-        return dict(self.model(features, training=False))  # span
+        """The model's outputs for packed ids, named for serving (float32).
+
+        Rows run sorted by length in sub-batches of `sub_batch_size`, each padded to its own longest row
+        (sub_batches.py); outputs per token are zero where the mask leaves a position out."""
+        mask = features["input_mask"]
+        ends = tf.reduce_max(tf.where(mask > 0, tf.range(1, tf.shape(mask)[-1] + 1), 0), axis=-1)
+        if self.task == "multiple_choice":
+            ends = tf.reduce_max(ends, axis=1)  # [batch, choices] → [batch]: a question's longest choice
+        if "masked_lm_positions" in features:  # the positions asked for must lie inside the sub-batch
+            ends = tf.maximum(ends, tf.reduce_max(features["masked_lm_positions"], axis=1) + 1)
+
+        def model_outputs(chunk):
+            outputs = self.model(chunk, training=False)
+            return outputs if isinstance(outputs, dict) else {"logits": outputs}
+
+        names = OUTPUTS[self.task]
+        if getattr(self.model, "answerability", False):
+            names += ("answerable_logits",)
+        outputs = sub_batches.run_by_length(
+            model_outputs, features, ends, self.sub_batch_size, names, ENCODER_INPUTS, PER_TOKEN
+        )
+        for name in set(PER_TOKEN) & set(outputs):
+            kept = tf.cast(mask, tf.float32)
+            outputs[name] *= kept[:, :, None] if name == "sequence_output" else kept
+        if self.task in ("classifier", "multiple_choice") and not self.regression:
+            outputs["probabilities"] = tf.nn.softmax(outputs["logits"], axis=-1)
+        return outputs
 
     def token_ids(self, features):
         """serve_token_ids. TF Serving's batching pads a request narrower than its batch with each tensor's
@@ -257,7 +286,7 @@ def _finish_proto(export_dir, methods):
 
 def export_saved_model(
     model, spm_model_file, export_dir, task, max_seq_length=None, pair=False, do_lower_case=True,
-    warmup_texts=None, span_settings=None,
+    warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE,
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
 
@@ -271,6 +300,8 @@ def export_saved_model(
       pair: serving_default takes text and text_b (always for span; ignored for multiple_choice).
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
       span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults).
+      sub_batch_size: rows per sub-batch of a request sorted by length; 0 runs the whole batch at once
+        (a GPU usually gains more from large products than from less padding).
 
     Returns:
       export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the
@@ -294,7 +325,7 @@ def export_saved_model(
         )
     pair = pair or task == "span"
     tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings)
+    functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
     signatures, methods = _signatures(functions)
     root = tf.Module()
     root.tokenizer = tokenizer  # the SentencePiece model resource, created by the init op

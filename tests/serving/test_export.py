@@ -79,8 +79,9 @@ def exports(tmp_path_factory):
     paths = {}
     for name, (model, task, pair) in models.items():
         length = SPAN.max_seq_length if task == "span" else SEQ
+        # sub_batch_size=2: batches of several texts run as several sub-batches, the last one short.
         paths[name] = export.export_saved_model(
-            model, SPM, base / name / "1", task, max_seq_length=length, pair=pair, span_settings=SPAN
+            model, SPM, base / name / "1", task, length, pair=pair, span_settings=SPAN, sub_batch_size=2
         )
     servables = {name: Servable(path) for name, path in paths.items()}
     yield base, {name: model for name, (model, _, _) in models.items()}, paths, servables
@@ -179,7 +180,9 @@ def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
         for signature, inputs in (("serving_default", {"text": texts}), ("serve_token_ids", cut)):
             got = servables["encoder"].run(signature, inputs)
             np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"], atol=1e-5)
-            np.testing.assert_allclose(got["sequence_output"], expected["sequence_output"], atol=1e-5)
+            # Positions the mask leaves out are zero (the export runs rows padded to their own length).
+            kept = expected["sequence_output"] * cut["input_mask"][:, :, None]
+            np.testing.assert_allclose(got["sequence_output"], kept, atol=1e-5)
         preprocessed = servables["encoder"].run("preprocess", {"text": texts})
         assert {name: value.tolist() for name, value in preprocessed.items()} == {
             name: value.tolist() for name, value in cut.items()
@@ -198,6 +201,23 @@ def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
         expected = pretrainer({**pair, "masked_lm_positions": positions})
         got = servables["pretraining"].run("serve_token_ids", {**pair, "masked_lm_positions": positions})
         np.testing.assert_allclose(got["mlm_logits"], expected["mlm_logits"], atol=1e-5)
+
+
+def test_masked_positions_past_a_texts_end_are_served(exports):
+    """A position in a row's padding lies past its sub-batch's width unless the sub-batch widens for it."""
+    _, models, _, servables = exports
+    texts = ["tiny", "a much longer text, with many more words in it", "a", "b c"]
+    features = packed(texts)
+    features = {name: value[:, : width(features)] for name, value in features.items()}
+    lengths = features["input_mask"].sum(1)
+    positions = np.array([[1, 9], [2, 3], [1, 5], [0, 1]], np.int32)
+    assert lengths[0] <= 9 and lengths[2] <= 5 < features["input_mask"].shape[1]
+    got = servables["pretraining"].run("serve_token_ids", {**features, "masked_lm_positions": positions})
+    expected = models["pretraining"]({**features, "masked_lm_positions": positions})
+    inside = positions < lengths[:, None]
+    expected_logits = np.asarray(expected["mlm_logits"])
+    np.testing.assert_allclose(got["mlm_logits"][inside], expected_logits[inside], atol=1e-5)
+    np.testing.assert_allclose(got["sop_logits"], expected["sop_logits"], atol=1e-5)
 
 
 def server_batch(requests):
@@ -508,9 +528,15 @@ def test_command_line_exports_a_model_directory(exports, tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    texts = TEXTS + BAD_TEXTS  # 10: with the default sub-batch size, a full sub-batch and a short one
     with Servable(tmp_path / "served" / "1") as servable:
         classified = servable.run("classify", {"inputs": example_inputs(["a"], ["b"])})
+        got = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
     assert classified["classes"].tolist() == [[label.encode() for label in LABELS]]
+    assert len(texts) > export.SUB_BATCH_SIZE
+    features = packed(texts, texts[::-1])
+    expected = models["classifier"]({name: value[:, : width(features)] for name, value in features.items()})
+    np.testing.assert_allclose(got["logits"], expected, atol=1e-5)
 
 
 def test_client_requests_are_what_the_signatures_take(exports):
