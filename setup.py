@@ -17,9 +17,10 @@ setup(
     install_requires=[
         "tensorflow==2.21.*",
         "tensorflow-text==2.21.*",
-        # 0.2.1 gives tensorflow-text 2.21's in-graph ids (bench/tokenizer_parity.py, README "Tokenizer") and,
-        # unlike 0.1.99, does not crash when loaded after TensorFlow.
-        "sentencepiece>=0.2.1",
+        # Exactly 0.2.1: it gives tensorflow-text 2.21's in-graph ids (bench/tokenizer_parity.py, README
+        # "Tokenizer"); 0.2.2 and 0.2.3 break exact score ties the other way ("1,114,111" in the sample
+        # corpus: "11" + "1" in the graph, "1" + "11" in Python), and 0.1.99 crashes after TensorFlow loads.
+        "sentencepiece==0.2.1",
         "absl-py",
         # TensorBoard summaries of training runs (TensorFlow 2.21 no longer brings it).
         "tensorboard",
