@@ -3,14 +3,17 @@
 Every export is loaded by TensorFlow's C++ loader through the C API (albert_tf.serving.servable, what
 `tensorflow_model_server` runs: restore op, init op, Session::Run by the SignatureDef's tensor names), every
 signature is run that way on batches of 0, 1 and several texts and compared with the Keras model, and the
-warm-up requests are replayed. One test loads them again with TensorFlow's session loader
-(`tf.compat.v1.saved_model.loader.load`), one in a process with no albert_tf graph code or tensorflow_text
-Python module; `tf.saved_model.load`, which the model server never uses, appears nowhere.
+warm-up requests are replayed. One test runs every signature again in the session loader
+(`tf.compat.v1.saved_model.loader.load`) of this TensorFlow and of TensorFlow 2.12 (what TF Serving 2.12
+runs), one serves an export in a process with no albert_tf graph code or tensorflow_text Python module;
+`tf.saved_model.load`, which the model server never uses, appears nowhere.
 """
 
+import base64
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -404,49 +407,119 @@ def test_bad_requests_are_refused_as_the_server_does(exports):
 
 
 SESSION_LOADER = """
-import json, sys
+import base64, json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving links them)
-out = {}
-for name, path in json.loads(sys.argv[1]).items():
+def value(spec):
+    if isinstance(spec, dict):  # strings, base64-encoded (serialized tf.Examples are bytes)
+        return np.array([base64.b64decode(x) for x in spec["base64"]], object).reshape(spec["shape"])
+    return spec
+out = {"version": tf.__version__}
+for name, (path, requests) in json.load(open(sys.argv[1])).items():
     with tf.compat.v1.Session(graph=tf.Graph()) as session:
         meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        signature = meta.signature_def["serving_default"]
-        texts = ["The cat sat on the mat.", "ALBERT, 1,000 times"]
-        feed = {signature.inputs["text"].name: texts}
-        for second in ("text_b", "choices"):
-            if second in signature.inputs:
-                feed[signature.inputs[second].name] = texts[::-1] if second == "text_b" else [["a", "b"]] * 2
-        fetched = session.run({k: v.name for k, v in signature.outputs.items()}, feed)
-        out.update({f"{name}/{k}": v for k, v in fetched.items()})
+        for signature_name, inputs in requests.items():
+            signature = meta.signature_def[signature_name]
+            feed = {signature.inputs[k].name: value(v) for k, v in inputs.items()}
+            fetched = session.run({k: v.name for k, v in signature.outputs.items()}, feed)
+            out.update({f"{name}/{signature_name}/{k}": v for k, v in fetched.items()})
 np.savez(sys.argv[2], **out)
 """
+# TensorFlow Serving 2.12 to 2.19 link tensorflow-text 2.12, and TF Serving 2.12 runs TensorFlow 2.12: the
+# oldest loader the export README names.
+OLDER_TENSORFLOW = ("tensorflow==2.12.1", "tensorflow-text==2.12.1")
+
+
+@pytest.fixture(scope="session")
+def older_tensorflow():
+    """A Python with TensorFlow and tensorflow-text 2.12 (a virtual environment made once in the user's cache,
+    about 2 GB; TensorFlow 2.12 needs Python 3.11 or older)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(cache, "albert_tf", "tensorflow-2.12")
+    python = os.path.join(folder, "bin", "python")
+    if not os.path.exists(python):
+        partial = folder + ".partial"  # renamed into place only once complete
+        shutil.rmtree(partial, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", partial], check=True)
+        result = subprocess.run(
+            [os.path.join(partial, "bin", "python"), "-m", "pip", "install", "--quiet", *OLDER_TENSORFLOW],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert result.returncode == 0, f"pip install {' '.join(OLDER_TENSORFLOW)}: {result.stderr[-2000:]}"
+        os.rename(partial, folder)
+    return python
+
+
+def every_signature_request(name, servable):
+    """One request of two rows for each signature of an export: signature name → inputs."""
+    texts, texts_b = ["The cat sat on the mat.", "ALBERT, 1,000 times"], ["A second text.", "b"]
+    pair = "text_b" in servable.signatures["serving_default"].inputs
+    ids = packed(texts, texts_b, SPAN.max_seq_length if name == "span" else SEQ)
+    if name == "multiple_choice":  # both choices of a question as one row [2, width]
+        ids = packed(texts * 2, texts_b * 2)
+        ids = {key: value.reshape(2, 2, -1) for key, value in ids.items()}
+    by_input = {
+        "text": texts,
+        "text_b": texts_b,
+        "choices": np.array([["a", "b"], ["c d", ""]], object),
+        "inputs": example_inputs(texts, texts_b if pair else None),
+        "masked_lm_positions": np.array([[1, 2], [3, 1]], np.int32),
+        **ids,
+    }
+    return {
+        signature_name: {input_name: by_input[input_name] for input_name in signature.inputs}
+        for signature_name, signature in servable.signatures.items()
+    }
+
+
+def as_json(value):
+    value = np.asarray(value)
+    if value.dtype.kind in "OU":
+        strings = [x if isinstance(x, bytes) else x.encode() for x in value.ravel()]
+        return {"base64": [base64.b64encode(x).decode() for x in strings], "shape": list(value.shape)}
+    return value.tolist()
 
 
 @pytest.mark.slow
-def test_the_session_loader_gives_what_the_c_api_gives(exports, tmp_path):
+@pytest.mark.parametrize("tensorflow_version", ["installed", "2.12"])
+def test_session_loaders_of_this_and_an_older_tensorflow_give_what_the_c_api_gives(
+    exports, tmp_path, request, tensorflow_version
+):
+    """Every signature of every export, in tf.compat.v1's session loader (the C++ LoadSavedModel) of this
+    TensorFlow and of TensorFlow 2.12 with tensorflow-text 2.12, the oldest model server the README names."""
     _, _, paths, servables = exports
+    python = (
+        sys.executable if tensorflow_version == "installed" else request.getfixturevalue("older_tensorflow")
+    )
+    requests = {name: every_signature_request(name, servable) for name, servable in servables.items()}
+    spec = {
+        name: (
+            str(paths[name]),
+            {s: {k: as_json(v) for k, v in inputs.items()} for s, inputs in by_sig.items()},
+        )
+        for name, by_sig in requests.items()
+    }
+    (tmp_path / "requests.json").write_text(json.dumps(spec))
     result = subprocess.run(
-        [sys.executable, "-c", SESSION_LOADER, json.dumps({k: str(v) for k, v in paths.items()}),
-         str(tmp_path / "out.npz")],
+        [python, "-c", SESSION_LOADER, str(tmp_path / "requests.json"), str(tmp_path / "out.npz")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = np.load(tmp_path / "out.npz", allow_pickle=True)
-    texts = ["The cat sat on the mat.", "ALBERT, 1,000 times"]
+    expected_version = tf.__version__ if tensorflow_version == "installed" else "2.12.1"
+    assert str(loaded["version"]) == expected_version
+    compared = 0
     for name, servable in servables.items():
-        inputs = {"text": texts}
-        for second in servable.signatures["serving_default"].inputs:
-            if second == "text_b":
-                inputs["text_b"] = texts[::-1]
-            elif second == "choices":
-                inputs["choices"] = np.array([["a", "b"]] * 2, object)
-        for key, value in servable.run("serving_default", inputs).items():
-            if value.dtype == object:
-                assert loaded[f"{name}/{key}"].tolist() == value.tolist(), (name, key)
-            else:
-                np.testing.assert_allclose(loaded[f"{name}/{key}"], value, atol=1e-6, err_msg=f"{name}/{key}")
+        for signature_name, inputs in requests[name].items():
+            for key, value in servable.run(signature_name, inputs).items():
+                got, where = loaded[f"{name}/{signature_name}/{key}"], f"{name}/{signature_name}/{key}"
+                if value.dtype == object or value.dtype.kind == "i":
+                    assert got.tolist() == value.tolist(), where
+                else:
+                    np.testing.assert_allclose(got, value, atol=1e-6, err_msg=where)
+                compared += 1
+    assert compared >= 40  # the 43 outputs of the six exports' 18 signatures
 
 
 FRESH = """
