@@ -36,7 +36,8 @@ flags.DEFINE_integer(
     "sub_batch_size",
     None,
     "A request's texts run sorted by length in sub-batches of this many, each padded to its own longest "
-    "(default: albert_tf.serving.export.SUB_BATCH_SIZE, for CPUs); 0: the whole batch at once (GPUs).",
+    "(default: albert_tf.serving.export.SUB_BATCH_SIZE, for CPUs); 0: the whole batch at once (GPUs). "
+    "The span task's serving_default runs its context windows at once either way.",
     lower_bound=0,
 )
 # Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.

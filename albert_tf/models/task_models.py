@@ -18,6 +18,8 @@ from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.head_model import HeadModel
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# Added to span logits at padding: no softmax or top-k over a row picks a padded position.
+PADDING_LOGIT = -10000.0
 
 
 def _inputs(shape=(None,)):
@@ -145,8 +147,8 @@ class AlbertClassifier(_TaskModel):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertSpanLabeler(_TaskModel):
-    """Answer spans: start_logits and end_logits float32 [batch, seq] (padding gets -10000), and with
-    `answerability` (SQuAD v2.0) answerable_logits float32 [batch].
+    """Answer spans: start_logits and end_logits float32 [batch, seq] (PADDING_LOGIT added at padding), and
+    with `answerability` (SQuAD v2.0) answerable_logits float32 [batch].
 
     The answerability head is the original v2.0 model's answer classifier (from XLNet): the sequence output
     averaged under the start probabilities (the state of the likely answer start) next to the [CLS] state,
@@ -160,7 +162,7 @@ class AlbertSpanLabeler(_TaskModel):
         inputs = _inputs()
         sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
         logits = _dense(2, encoder, "span_logits")(sequence)  # [B, S, 2]
-        padding = (1.0 - ops.cast(inputs["input_mask"], "float32")) * -10000.0
+        padding = (1.0 - ops.cast(inputs["input_mask"], "float32")) * PADDING_LOGIT
         outputs = {"start_logits": logits[..., 0] + padding, "end_logits": logits[..., 1] + padding}
         if answerability:
             start_probabilities = ops.cast(ops.softmax(outputs["start_logits"], axis=-1), sequence.dtype)

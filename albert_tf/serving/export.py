@@ -27,9 +27,10 @@ The graph holds TensorFlow core ops and tensorflow-text ops that exist in tensor
 stock model server links up to 2.19; 2.20 links 2.20), with the tokenizer pinned to the CPU. Text is
 tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comma rule) and truncated to
 max_seq_length. A batch's rows run sorted by length in sub-batches, each padded only to its own longest row
-(sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change, outputs per
-token are zero at padding). Span models window contexts longer than max_seq_length and choose answers as
-`run_squad` does (albert_tf/data/span_decoding.py); their windows, most of them full, run at once.
+(sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change; at padding,
+`sequence_output` is 0 and span logits are PADDING_LOGIT). Span models window contexts longer than
+max_seq_length and choose answers as `run_squad` does (albert_tf/data/span_decoding.py); their windows, most
+of them full, run at once.
 """
 
 import os
@@ -40,6 +41,7 @@ from albert_tf import file_io
 from albert_tf.data import span_decoding
 from albert_tf.data.tf_tokenizer import InGraphTokenizer
 from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
 
@@ -60,7 +62,9 @@ OUTPUTS = {
     "span": ("start_logits", "end_logits"),
     "multiple_choice": ("logits",),
 }
-PER_TOKEN = ("sequence_output", "start_logits", "end_logits")
+# Outputs with a value per token, and what they hold where the mask leaves a position out (a row's padding,
+# and the width a sub-batch narrower than the batch never computed): span logits stay below any real token's.
+PER_TOKEN = {"sequence_output": 0.0, "start_logits": PADDING_LOGIT, "end_logits": PADDING_LOGIT}
 # The tensorflow-text ops the in-graph tokenizer uses: all in tensorflow-text 2.12, all CPU-only.
 TOKENIZER_OPS = frozenset(
     {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceStringToIdOp", "SentencepieceDetokenizeOp",
@@ -114,7 +118,7 @@ class _Functions:
         """The model's outputs for packed ids, named for serving (float32).
 
         Rows run sorted by length in sub-batches of `sub_batch_size`, each padded to its own longest row
-        (sub_batches.py); outputs per token are zero where the mask leaves a position out."""
+        (sub_batches.py); outputs per token hold PER_TOKEN's value where the mask leaves a position out."""
         mask = features["input_mask"]
         ends = tf.reduce_max(tf.where(mask > 0, tf.range(1, tf.shape(mask)[-1] + 1), 0), axis=-1)
         if self.task == "multiple_choice":
@@ -133,8 +137,8 @@ class _Functions:
             model_outputs, features, ends, self.sub_batch_size, names, ENCODER_INPUTS, PER_TOKEN
         )
         for name in set(PER_TOKEN) & set(outputs):
-            kept = tf.cast(mask, tf.float32)
-            outputs[name] *= kept[:, :, None] if name == "sequence_output" else kept
+            kept = mask > 0 if name != "sequence_output" else (mask > 0)[:, :, None]
+            outputs[name] = tf.where(kept, outputs[name], PER_TOKEN[name])
         if self.task in ("classifier", "multiple_choice") and not self.regression:
             outputs["probabilities"] = tf.nn.softmax(outputs["logits"], axis=-1)
         return outputs
@@ -310,6 +314,10 @@ def export_saved_model(
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    if not isinstance(sub_batch_size, int) or sub_batch_size < 0:
+        raise ValueError(
+            f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
+        )
     span_settings = span_settings or span_decoding.SpanSettings()
     if max_seq_length is None:
         max_seq_length = span_settings.max_seq_length if task == "span" else 128

@@ -39,10 +39,12 @@ def test_rows_run_sorted_by_length_in_sub_batches_padded_to_their_longest():
     expected = encoder(batch)
     np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"], atol=1e-5)
     assert got["sequence_output"].shape == (7, 16, 14)
-    for row, length in enumerate(LENGTHS):  # in request order; padding beyond a sub-batch's width is 0
+    for row, length in enumerate(LENGTHS):  # in request order
         np.testing.assert_allclose(
             got["sequence_output"][row, :length], expected["sequence_output"][row, :length], atol=1e-5
         )
+    for row in (1, 5, 3):  # lengths 2, 3, 4: the first sub-batch ran 4 wide, and is 0 from there on
+        assert not np.any(got["sequence_output"][row, 4:]) and np.all(got["sequence_output"][row, :2])
 
 
 def test_whole_batch_at_once_and_an_empty_batch():
