@@ -119,6 +119,12 @@ def width(features):
     return max(2, int(features["input_mask"].sum(1).max(initial=0)))
 
 
+def served_ids(texts, texts_b=None, seq=SEQ):
+    """packed(...) cut to the longest row: the ids the export's graph feeds the model for these texts."""
+    features = packed(texts, texts_b, seq)
+    return {name: value[:, : width(features)] for name, value in features.items()}
+
+
 def batches(texts):
     """Batches of several, one and zero texts."""
     return [texts, texts[:1], texts[:0]]
@@ -178,8 +184,7 @@ def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
     _, models, _, servables = exports
     encoder, pretrainer = models["encoder"], models["pretraining"]
     for texts in batches(TEXTS + BAD_TEXTS):
-        features = packed(texts)
-        cut = {name: value[:, : width(features)] for name, value in features.items()}
+        cut = served_ids(texts)
         expected = encoder(cut)
         for signature, inputs in (("serving_default", {"text": texts}), ("serve_token_ids", cut)):
             got = servables["encoder"].run(signature, inputs)
@@ -191,8 +196,7 @@ def test_encoder_and_pretraining_signatures_give_the_keras_outputs(exports):
         assert {name: value.tolist() for name, value in preprocessed.items()} == {
             name: value.tolist() for name, value in cut.items()
         }
-        pair = packed(texts, texts[::-1])
-        pair = {name: value[:, : width(pair)] for name, value in pair.items()}
+        pair = served_ids(texts, texts[::-1])
         invalid = servables["encoder"].run("serving_default", {"text": [b"\xff\xfe not UTF-8"]})
         replaced = servables["encoder"].run("serving_default", {"text": ["\ufffd\ufffd not UTF-8"]})
         np.testing.assert_array_equal(invalid["pooled_output"], replaced["pooled_output"])
@@ -211,8 +215,7 @@ def test_masked_positions_past_a_texts_end_are_served(exports):
     """A position in a row's padding lies past its sub-batch's width unless the sub-batch widens for it."""
     _, models, _, servables = exports
     texts = ["tiny", "a much longer text, with many more words in it", "a", "b c"]
-    features = packed(texts)
-    features = {name: value[:, : width(features)] for name, value in features.items()}
+    features = served_ids(texts)
     lengths = features["input_mask"].sum(1)
     positions = np.array([[1, 9], [2, 3], [1, 5], [0, 1]], np.int32)
     assert lengths[0] <= 9 and lengths[2] <= 5 < features["input_mask"].shape[1]
@@ -230,8 +233,7 @@ def test_span_token_ids_give_the_keras_logits_and_mask_every_padded_position(exp
     _, models, _, servables = exports
     questions = ["Who?", "Where did the fox jump?", "a", "What is ALBERT, 1,000 times over?"]
     contexts = ["The fox.", "The quick brown fox jumped over the lazy dog in the park.", "b", "A Lite BERT."]
-    features = packed(questions, contexts, SPAN.max_seq_length)
-    features = {name: value[:, : width(features)] for name, value in features.items()}
+    features = served_ids(questions, contexts, SPAN.max_seq_length)
     lengths = features["input_mask"].sum(1)
     assert len(set(lengths)) == 4 and lengths.min() < lengths.max()  # sub-batches of 2 of different widths
     got = servables["span"].run("serve_token_ids", features)
@@ -256,8 +258,7 @@ def test_an_export_of_whole_batches_gives_the_keras_outputs(exports, tmp_path):
     texts = TEXTS + BAD_TEXTS
     with Servable(path) as servable:
         got = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
-    features = packed(texts, texts[::-1])
-    expected = models["classifier"]({name: value[:, : width(features)] for name, value in features.items()})
+    expected = models["classifier"](served_ids(texts, texts[::-1]))
     np.testing.assert_allclose(got["logits"], expected, atol=1e-5)
 
 
@@ -283,8 +284,7 @@ def test_token_id_requests_of_different_widths_share_a_server_batch(exports):
     short, long = ["a short one", "tiny"], ["a much longer text, with many more words in it than the other"]
     requests = []
     for texts in (short, long):
-        features = packed(texts, texts[::-1])
-        requests.append({name: value[:, : width(features)] for name, value in features.items()})
+        requests.append(served_ids(texts, texts[::-1]))
     assert requests[0]["input_word_ids"].shape[1] < requests[1]["input_word_ids"].shape[1]
     for name, output in (("classifier", "logits"), ("encoder", "pooled_output")):
         alone = [servables[name].run("serve_token_ids", request)[output] for request in requests]
@@ -316,8 +316,7 @@ def test_classifiers_answer_with_their_label_names(exports):
     _, models, _, servables = exports
     classifier, regression = models["classifier"], models["regression"]
     for texts in batches(TEXTS + BAD_TEXTS[:2]):
-        features = packed(texts, texts[::-1])
-        logits = classifier({name: value[:, : width(features)] for name, value in features.items()})
+        logits = classifier(served_ids(texts, texts[::-1]))
         got = servables["classifier"].run("serving_default", {"text": texts, "text_b": texts[::-1]})
         np.testing.assert_allclose(got["logits"], logits, atol=1e-5)
         np.testing.assert_allclose(got["probabilities"], tf.nn.softmax(logits), atol=1e-5)
@@ -327,8 +326,7 @@ def test_classifiers_answer_with_their_label_names(exports):
         assert classified["classes"].shape == (len(texts), 3) and classified["scores"].dtype == np.float32
         assert classified["classes"].tolist() == [[label.encode() for label in LABELS]] * len(texts)
         np.testing.assert_allclose(classified["scores"], got["probabilities"], atol=1e-6)
-        single = packed(texts)
-        scores = regression({name: value[:, : width(single)] for name, value in single.items()})
+        scores = regression(served_ids(texts))
         regressed = servables["regression"].run("regress", {"inputs": example_inputs(texts)})
         np.testing.assert_allclose(regressed["outputs"], np.asarray(scores)[:, 0], atol=1e-5)
         assert set(servables["regression"].run("serving_default", {"text": texts})) == {"logits"}
@@ -600,8 +598,7 @@ def test_a_process_without_our_graph_code_serves_the_export(exports, tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     got = np.load(tmp_path / "out.npz", allow_pickle=True)
-    features = packed(texts, texts[::-1])
-    logits = models["classifier"]({name: value[:, : width(features)] for name, value in features.items()})
+    logits = models["classifier"](served_ids(texts, texts[::-1]))
     np.testing.assert_allclose(got["logits"], logits, atol=1e-5)
     assert int(got["replayed"]) == 2
 
@@ -611,9 +608,9 @@ def test_in_graph_preprocessing_gives_the_python_tokenizer_ids(exports):
     lines = varied_lines(2000, seed=5)
     pairs = lines[1:] + lines[:1]
     got = servables["classifier"].run("preprocess", {"text": lines, "text_b": pairs})
-    expected = packed(lines, pairs)
-    assert got["input_word_ids"].tolist() == expected["input_word_ids"][:, : width(expected)].tolist()
-    assert got["input_type_ids"].tolist() == expected["input_type_ids"][:, : width(expected)].tolist()
+    expected = served_ids(lines, pairs)
+    assert got["input_word_ids"].tolist() == expected["input_word_ids"].tolist()
+    assert got["input_type_ids"].tolist() == expected["input_type_ids"].tolist()
 
 
 def test_short_requests_are_padded_to_their_longest_text_only(exports):
@@ -660,8 +657,7 @@ def test_command_line_exports_a_model_directory(exports, tmp_path):
         got = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
     assert classified["classes"].tolist() == [[label.encode() for label in LABELS]]
     assert len(texts) > export.SUB_BATCH_SIZE
-    features = packed(texts, texts[::-1])
-    expected = models["classifier"]({name: value[:, : width(features)] for name, value in features.items()})
+    expected = models["classifier"](served_ids(texts, texts[::-1]))
     np.testing.assert_allclose(got["logits"], expected, atol=1e-5)
 
 
