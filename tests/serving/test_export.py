@@ -224,7 +224,9 @@ def test_masked_positions_past_a_texts_end_are_served(exports):
     # Past a text's end too: the padded position is computed as the whole batch computes it (its own id and
     # position, attending to the row's real tokens).
     np.testing.assert_allclose(got["mlm_logits"], expected["mlm_logits"], atol=1e-5)
-    np.testing.assert_allclose(got["sop_logits"], expected["sop_logits"], atol=1e-5)
+    # The tiny random SOP head gives rows logits within 1e-5 of each other (a row swap moves them 9.5e-6);
+    # sub-batches stay within 1e-9 of the whole batch, so 1e-7 still sees rows served in the wrong order.
+    np.testing.assert_allclose(got["sop_logits"], expected["sop_logits"], atol=1e-7)
 
 
 def test_span_token_ids_give_the_keras_logits_and_mask_every_padded_position(exports):
