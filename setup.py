@@ -32,8 +32,17 @@ setup(
         "tensorflow-serving-api==2.21.*",
     ],
     extras_require={
-        # nbclient/nbformat/ipykernel: the tests execute notebooks/ so they never rot.
-        "test": ["pytest", "pytest-xdist", "ruff", "nbclient", "nbformat", "ipykernel"],
+        # Ranges the suite is known to pass with (each upper bound is the next minor or major release, so a
+        # new release cannot break `pip install -e ".[test,beam]" && python -m pytest` unnoticed; pytest 9.2
+        # changed pytest.approx over mappings). nbclient/nbformat/ipykernel: the tests execute notebooks/.
+        "test": [
+            "pytest>=9.0,<9.3",
+            "pytest-xdist>=3.8,<3.9",
+            "ruff>=0.17,<0.18",
+            "nbclient>=0.11,<0.12",
+            "nbformat>=5.11,<5.12",
+            "ipykernel>=7.4,<7.5",
+        ],
         # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
         "bench": ["keras-hub"],
         # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21

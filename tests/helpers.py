@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from albert_tf.config import AlbertConfig
 
@@ -108,3 +109,22 @@ def run_on_two_workers(module, worker_args):
         assert process.returncode == 0, output[-3000:]
         outputs.append(output)
     return outputs
+
+
+def assert_same_values(actual, expected, rel, abs, where=""):
+    """Nested JSON values agree: numbers within rel/abs, all else (strings, keys, lengths) exactly.
+
+    pytest.approx on a mapping holding strings raises TypeError since pytest 9.2, even for equal strings.
+    """
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and actual.keys() == expected.keys(), where
+        for key, value in expected.items():
+            assert_same_values(actual[key], value, rel, abs, f"{where}[{key!r}]")
+    elif isinstance(expected, (list, tuple)):
+        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), where
+        for index, (a, b) in enumerate(zip(actual, expected, strict=True)):
+            assert_same_values(a, b, rel, abs, f"{where}[{index}]")
+    elif isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        assert actual == pytest.approx(expected, rel=rel, abs=abs), where
+    else:
+        assert actual == expected, where

@@ -20,7 +20,14 @@ import tensorflow as tf
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.training import classifier_finetuning, race_finetuning, squad_finetuning
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_devices, run_on_two_workers, tiny_config
+from tests.helpers import (
+    SAMPLE_CORPUS,
+    SAMPLE_SPM,
+    assert_same_values,
+    run_on_two_devices,
+    run_on_two_workers,
+    tiny_config,
+)
 from tests.training.test_squad_finetuning import squad_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -148,7 +155,7 @@ def assert_same_run(one, two, outputs, logs):
         np.testing.assert_allclose(first[name], second[name], rtol=0, atol=WEIGHTS_ATOL, err_msg=name)
     for name in ("eval_results.json", *outputs):
         a, b = (json.loads((directory / name).read_text()) for directory in (one, two))
-        assert a == pytest.approx(b, rel=RESULTS_RTOL, abs=RESULTS_ATOL), name
+        assert_same_values(a, b, RESULTS_RTOL, RESULTS_ATOL, name)
 
 
 # In-process checks -------------------------------------------------------------------------------------
