@@ -47,9 +47,9 @@ class Controller:
         """Runs until num_train_steps; returns the last logged training metrics."""
         s, trainer = self.settings, self.trainer
         step = trainer.step
-        last, skipped = {}, 0.0
+        last = {}
         started, start_step = time.perf_counter(), step
-        window_start, window_sums = time.perf_counter(), np.zeros(len(losses.SUM_NAMES))
+        window_start, window_sums, window_counts, skipped = self._new_window()
         every = [
             s.log_every_steps,
             s.save_checkpoints_steps,
@@ -59,21 +59,22 @@ class Controller:
             boundary = min(
                 [s.num_train_steps, step + s.steps_per_loop] + [(step // n + 1) * n for n in every]
             )
-            sums, skips = trainer.loop(self.iterator, tf.constant(boundary - step))
+            sums, counts, skips = trainer.loop(self.iterator, tf.constant(boundary - step))
             sums, step = sums.numpy(), trainer.step
-            window_sums += sums
+            window_sums, window_counts = window_sums + sums, window_counts + counts.numpy()
             skipped += float(skips)
             self._check_finite(sums, step)
             if step % s.log_every_steps == 0 or step == s.num_train_steps:
                 elapsed = time.perf_counter() - window_start
-                last = losses.metrics(window_sums)
+                last = losses.metrics(window_sums, window_counts)
                 rate = window_sums[5] / max(elapsed, 1e-9)
                 learning_rate = float(trainer.schedule(step - 1))
                 eta = (time.perf_counter() - started) / max(step - start_step, 1) * (s.num_train_steps - step)
                 overflow = f" | {int(skipped)} float16 overflow steps skipped" if skipped else ""
                 self.log.line(
                     f"step {step}/{s.num_train_steps} | loss {last['loss']:.4f} | "
-                    f"mlm_acc {last['masked_lm_accuracy']:.4f} | "
+                    f"mlm_acc {last['masked_lm_accuracy']:.4f} "
+                    f"(most frequent token {last['masked_lm_baseline_accuracy']:.4f}) | "
                     f"sop_acc {last['sentence_order_accuracy']:.4f} | "
                     f"lr {learning_rate:.3e} | {rate:.1f} examples/s | ETA {duration(eta)}{overflow}"
                 )
@@ -81,7 +82,7 @@ class Controller:
                 if trainer.loss_scale is not None:
                     scalars["loss_scale"] = float(trainer.loss_scale.scale.numpy())
                 self.log.scalars("train", scalars, step)
-                window_start, window_sums, skipped = time.perf_counter(), np.zeros(len(losses.SUM_NAMES)), 0.0
+                window_start, window_sums, window_counts, skipped = self._new_window()
             if step % s.save_checkpoints_steps == 0 or step == s.num_train_steps:
                 self.manager.save(checkpoint_number=step)
             if (
@@ -92,6 +93,11 @@ class Controller:
             ):
                 self.evaluate()
         return last
+
+    @staticmethod
+    def _new_window():
+        """(start time, sums, target counts, skipped steps) of a progress line's window."""
+        return time.perf_counter(), np.zeros(len(losses.SUM_NAMES)), 0.0, 0.0
 
     def _check_finite(self, sums, step):
         trainer = self.trainer

@@ -19,10 +19,11 @@ class PretrainingEvaluator:
 
     def __init__(self, strategy, model, dataset_fn, max_steps):
         self.strategy, self.dataset_fn, self.max_steps = strategy, dataset_fn, max_steps
+        vocab_size = model.encoder.config.vocab_size
 
         def replica_step(batch):
             outputs = model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
-            return losses.pretraining_sums(batch, outputs)
+            return losses.pretraining_sums(batch, outputs), losses.target_counts(batch, vocab_size)
 
         @tf.function
         def step(batch):
@@ -33,12 +34,14 @@ class PretrainingEvaluator:
         self._step = step
 
     def evaluate(self):
-        """{masked_lm_loss, masked_lm_accuracy, sentence_order_loss, sentence_order_accuracy}."""
-        totals = np.zeros(len(losses.SUM_NAMES))
+        """{masked_lm_loss, masked_lm_accuracy, masked_lm_baseline_accuracy, sentence_order_loss,
+        sentence_order_accuracy}."""
+        totals, counts = np.zeros(len(losses.SUM_NAMES)), 0.0
         for index, batch in enumerate(self.strategy.distribute_datasets_from_function(self.dataset_fn)):
             if index >= self.max_steps:
                 break
-            totals += self._step(batch).numpy()
-        results = losses.metrics(totals)
+            sums, batch_counts = self._step(batch)
+            totals, counts = totals + sums.numpy(), counts + batch_counts.numpy()
+        results = losses.metrics(totals, counts)
         del results["loss"]
         return results

@@ -46,15 +46,30 @@ def pretraining_loss(sums, mlm_weight_total, global_batch_size):
     return sums[0] / (mlm_weight_total + MLM_EPSILON) + sums[3] / global_batch_size
 
 
-def metrics(sums):
-    """The reported metrics from sums (numbers, e.g. totals over steps or an evaluation)."""
+def target_counts(batch, vocab_size):
+    """float32 [vocab_size]: the masked-LM weight of each target id in a batch (a histogram of the targets).
+
+    Its largest entry over its sum is the accuracy of always predicting the most frequent target token: the
+    baseline a model that learned only token frequencies reaches.
+    """
+    ids = ops.reshape(ops.cast(batch["masked_lm_ids"], "int32"), [-1])
+    weights = ops.reshape(ops.cast(batch["masked_lm_weights"], "float32"), [-1])
+    return ops.segment_sum(weights, ids, num_segments=vocab_size)
+
+
+def metrics(sums, counts=None):
+    """The reported metrics from sums (numbers, e.g. totals over steps or an evaluation), and from the target
+    counts (target_counts summed alike) `masked_lm_baseline_accuracy`: the most frequent target's share."""
     mlm_loss_sum, mlm_weight, mlm_correct, sop_loss_sum, sop_correct, examples = (float(x) for x in sums)
     masked_lm_loss = mlm_loss_sum / (mlm_weight + MLM_EPSILON)
     sentence_order_loss = sop_loss_sum / max(examples, 1.0)
-    return {
+    results = {
         "loss": masked_lm_loss + sentence_order_loss,
         "masked_lm_loss": masked_lm_loss,
         "masked_lm_accuracy": mlm_correct / max(mlm_weight, MLM_EPSILON),
         "sentence_order_loss": sentence_order_loss,
         "sentence_order_accuracy": sop_correct / max(examples, 1.0),
     }
+    if counts is not None:
+        results["masked_lm_baseline_accuracy"] = float(max(counts)) / max(float(sum(counts)), MLM_EPSILON)
+    return results

@@ -63,6 +63,7 @@ class PretrainingTrainer:
         s, strategy, model, optimizer = self.settings, self.strategy, self.model, self.optimizer
         loss_scale, accumulation = self.loss_scale, s.gradient_accumulation_steps
         global_batch = float(s.train_batch_size)
+        vocab_size = model.encoder.config.vocab_size
 
         @tf.function(jit_compile=s.jit_compile)
         def gradients(batch, mlm_weight_total, scale):
@@ -76,7 +77,8 @@ class PretrainingTrainer:
             return [tf.convert_to_tensor(g) for g in grads], sums
 
         def replica_gradients(batch):
-            """This replica's sums, and the global batch's gradient summed over replicas (and finiteness)."""
+            """This replica's sums and target counts, and the global batch's gradient summed over replicas
+            (and finiteness)."""
             context = tf.distribute.get_replica_context()
             # The masked-LM loss divides by the whole global batch's weight sum, so it is summed first.
             mlm_weight_total = context.all_reduce(
@@ -93,22 +95,28 @@ class PretrainingTrainer:
                     grads if total_grads is None else [a + b for a, b in zip(total_grads, grads, strict=True)]
                 )
             grads, finite = replicated_update.summed_gradients(total_grads, scale)
-            return sums, grads, finite
+            return sums, losses.target_counts(batch, vocab_size), grads, finite
 
         @tf.function
         def loop(iterator, steps):
-            """Runs `steps` global batches; returns the sums of the applied steps and the skipped count."""
-            totals, skipped = tf.zeros([len(losses.SUM_NAMES)]), tf.constant(0.0)
+            """Runs `steps` global batches; returns the sums and target counts of the applied steps and the
+            skipped count."""
+            totals, counts = tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([vocab_size])
+            skipped = tf.constant(0.0)
             for _ in tf.range(steps):
-                sums, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))
-                sums = strategy.reduce(tf.distribute.ReduceOp.SUM, sums, axis=None)
+                sums, batch_counts, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))
+                sums, batch_counts = (
+                    strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                    for value in (sums, batch_counts)
+                )
                 applied = replicated_update.apply_or_skip(
                     strategy, optimizer, model.trainable_variables, grads, finite, loss_scale
                 )
                 totals += tf.where(applied, sums, tf.zeros_like(sums))
+                counts += tf.where(applied, batch_counts, tf.zeros_like(batch_counts))
                 skipped += 1.0 - tf.cast(applied, tf.float32)
                 self.batches.assign_add(1)
-            return totals, skipped
+            return totals, counts, skipped
 
         return loop
 

@@ -37,3 +37,13 @@ def test_sums_loss_and_metrics_match_numpy():
     reported = losses.metrics(sums)
     np.testing.assert_allclose(reported["masked_lm_accuracy"], expected[2] / 5.0)
     np.testing.assert_allclose(reported["loss"], total, rtol=1e-6)
+
+
+def test_target_counts_give_the_most_frequent_targets_share():
+    ids = np.array([[5, 5, 0], [2, 5, 2], [9, 2, 5]])
+    weights = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]], "float32")  # padding is id 0
+    counts = np.asarray(losses.target_counts({"masked_lm_ids": ids, "masked_lm_weights": weights}, 11))
+    np.testing.assert_array_equal(counts, [0, 0, 2, 0, 0, 3, 0, 0, 0, 1, 0])  # by hand: 5 ×3, 2 ×2, 9 ×1
+    reported = losses.metrics([0.0, 6.0, 2.0, 0.0, 0.0, 3.0], counts)
+    assert reported["masked_lm_baseline_accuracy"] == 3 / 6 and reported["masked_lm_accuracy"] == 2 / 6
+    assert "masked_lm_baseline_accuracy" not in losses.metrics([0.0, 6.0, 2.0, 0.0, 0.0, 3.0])

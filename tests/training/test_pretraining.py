@@ -7,6 +7,7 @@ below the tiny vocabulary of 97.
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -149,9 +150,20 @@ def run_module(args, env=None, check=True):
 def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
     results = pretraining.run(settings(data, tmp_path))
     names = ("masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss", "sentence_order_accuracy")
-    assert set(results) == {*names, "global_step"}
+    assert set(results) == {*names, "masked_lm_baseline_accuracy", "global_step"}
     assert results["global_step"] == 6
     assert json.loads((tmp_path / "eval_results.json").read_text()) == pytest.approx(results)
+    # The baseline: the most frequent target's share of the held-out masked positions, read here from the
+    # records themselves (all 20 are evaluated, every weight is 1).
+    targets = [
+        id_
+        for record in tf.data.TFRecordDataset(data["eval"]).as_numpy_iterator()
+        for id_ in tf.train.Example.FromString(record).features.feature["masked_lm_ids"].int64_list.value
+    ]
+    assert len(targets) == 20 * PREDICTIONS
+    assert results["masked_lm_baseline_accuracy"] == pytest.approx(
+        max(targets.count(id_) for id_ in targets) / len(targets)
+    )
     assert sorted(p.name for p in (tmp_path / "checkpoints").glob("*.index")) == [
         "ckpt-3.index",
         "ckpt-6.index",
@@ -313,6 +325,11 @@ def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_chec
     assert [entry["global_step"] for entry in history] == [2, 4, 6]
     assert history[-1] == pytest.approx(results) and history[0] != pytest.approx(results)
     assert event_steps(tmp_path / "run" / "eval")["masked_lm_loss"] == [2, 4, 6]
+    assert event_steps(tmp_path / "run" / "eval")["masked_lm_baseline_accuracy"] == [2, 4, 6]
+    assert event_steps(tmp_path / "run" / "train")["masked_lm_baseline_accuracy"] == [2, 4, 6]
+    assert all(
+        entry["masked_lm_baseline_accuracy"] == results["masked_lm_baseline_accuracy"] for entry in history
+    )
     # Evaluation alone: the run's latest checkpoint, a model directory, a training checkpoint.
     again = pretraining.run(settings(data, tmp_path / "run", do_train=False))
     assert again == pytest.approx(results)
@@ -350,6 +367,10 @@ def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
 def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
     result = run_module(flags_of(settings(data, tmp_path)))
     assert "run_pretraining: step 6/6 | loss " in result.stderr and "examples/s | ETA" in result.stderr
+    assert re.search(
+        r"step 6/6 \| .* mlm_acc 0\.\d{4} \(most frequent token 0\.\d{4}\) \| sop_acc", result.stderr
+    )
+    assert re.search(r"eval at step 6: .*masked_lm_baseline_accuracy 0\.\d{4}", result.stderr)
     assert (tmp_path / "eval_results.json").exists()
     typo = run_module([*flags_of(settings(data, tmp_path / "typo")), "--num_train_step=3"], check=False)
     assert (
