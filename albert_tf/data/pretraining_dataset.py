@@ -3,8 +3,8 @@
 Batches are dicts keyed by model names (features.PRETRAINER_INPUTS + features.PRETRAINER_LABELS), int32
 [batch, seq] / [batch, predictions], float32 masked_lm_weights, int32 sentence_order_label [batch].
 
-With `online_masking`, stored masks are ignored (records may have none): whole-word n-gram masks are drawn
-in the pipeline, new ones every epoch, from stateless seeds (seed, element number), so a resumed run sees
+With `online_masking`, stored masks are undone (the original tokens put back at masked_lm_positions; records
+may have none): whole-word n-gram masks are drawn in the pipeline, new ones every epoch, from stateless seeds (seed, element number), so a resumed run sees
 the masks an uninterrupted one would.
 """
 
@@ -32,15 +32,14 @@ class OnlineMasking:
     ngram: int = 3
 
 
-def parse_spec(max_seq_length, max_predictions_per_seq, with_masks=True):
-    """tf.io.parse_single_example spec of the pretraining records (token_boundary defaults to zeros)."""
+def parse_spec(max_seq_length, max_predictions_per_seq, masks_required=True):
+    """tf.io.parse_single_example spec of the pretraining records (token_boundary defaults to zeros, as
+    BERT's builder writes none; with masks_required=False, so do the masked_lm_* features)."""
     spec = {}
     for name, (dtype, length) in features.feature_lengths(max_seq_length, max_predictions_per_seq).items():
-        if name in features.MASK_FEATURES and not with_masks:
-            continue
         tf_dtype = tf.float32 if dtype == "float32" else tf.int64
-        default = [0] * length if name == features.TOKEN_BOUNDARY else None  # BERT's builder has none.
-        spec[name] = tf.io.FixedLenFeature([length], tf_dtype, default_value=default)
+        optional = name == features.TOKEN_BOUNDARY or (name in features.MASK_FEATURES and not masks_required)
+        spec[name] = tf.io.FixedLenFeature([length], tf_dtype, default_value=[0] * length if optional else None)
     return spec
 
 
@@ -223,7 +222,7 @@ def _batches(
     indexed, batch_size, max_seq_length, max_predictions_per_seq, online_masking, seed, drop_remainder
 ):
     """(index, serialized record) pairs → parsed (and online-masked) batches under model names."""
-    spec = parse_spec(max_seq_length, max_predictions_per_seq, with_masks=online_masking is None)
+    spec = parse_spec(max_seq_length, max_predictions_per_seq, masks_required=online_masking is None)
     dataset = indexed.map(
         lambda index, record: (index, tf.io.parse_single_example(record, spec)), tf.data.AUTOTUNE
     )
@@ -253,7 +252,14 @@ def _masker(options, max_predictions, seed):
 
     def mask(index, example):
         seeds = tf.random.experimental.stateless_split(tf.stack([tf.cast(seed, tf.int64), index]), num=5)
-        ids = example[features.INPUT_IDS]
+        # A built record's input_ids hold its stored masks ([MASK] or a random id at masked_lm_positions):
+        # put the original tokens back first, or they would become targets.
+        stored = example[features.MASKED_LM_WEIGHTS] > 0
+        ids = tf.tensor_scatter_nd_update(
+            example[features.INPUT_IDS],
+            tf.boolean_mask(example[features.MASKED_LM_POSITIONS], stored)[:, tf.newaxis],
+            tf.boolean_mask(example[features.MASKED_LM_IDS], stored),
+        )
         length = tf.reduce_sum(tf.cast(example[features.INPUT_MASK], tf.int32))
         candidate = (example[features.INPUT_MASK] > 0) & (ids != cls_id) & (ids != sep_id)
         previous_special = tf.concat([[True], ~candidate[:-1]], axis=0)

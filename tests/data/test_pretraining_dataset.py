@@ -129,11 +129,15 @@ def test_online_masking_draws_whole_words_anew_each_epoch(records):
     lengths = batch["input_mask"].numpy().sum(1)
     budget = np.minimum(PREDICTIONS, np.maximum(1, np.round(lengths * 0.15)))
     assert (weights.sum(1) <= budget).all() and weights.sum() > 0.8 * budget.sum()
+    assert sum((r["input_ids"] == 4).sum() for r in raw[:50]) > 20  # the records hold the builder's [MASK]s
     for row, (w, p) in enumerate(zip(weights, positions, strict=True)):
         chosen = p[w > 0]
+        # The record's text: its stored input_ids with the builder's masks undone.
         original = raw[row]["input_ids"].copy()
+        stored = raw[row]["masked_lm_weights"] > 0
+        original[raw[row]["masked_lm_positions"][stored]] = raw[row]["masked_lm_ids"][stored]
         assert (batch["masked_lm_ids"].numpy()[row][w > 0] == original[chosen]).all()
-        assert not np.isin(original[chosen], [2, 3]).any()
+        assert not np.isin(original[chosen], [2, 3, 4]).any()  # never [CLS], [SEP] or [MASK] as a target
         boundary = raw[row]["token_boundary"]
         for position in chosen:  # whole words: a masked continuation has its predecessor masked too
             if not boundary[position] and original[position - 1] not in (2, 3):
