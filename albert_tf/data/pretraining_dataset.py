@@ -4,8 +4,8 @@ Batches are dicts keyed by model names (features.PRETRAINER_INPUTS + features.PR
 [batch, seq] / [batch, predictions], float32 masked_lm_weights, int32 sentence_order_label [batch].
 
 With `online_masking`, stored masks are undone (the original tokens put back at masked_lm_positions; records
-may have none): whole-word n-gram masks are drawn in the pipeline, new ones every epoch, from stateless seeds (seed, element number), so a resumed run sees
-the masks an uninterrupted one would.
+may have none): whole-word n-gram masks are drawn in the pipeline, new ones every epoch, from stateless seeds
+(seed, element number), so a resumed run sees the masks an uninterrupted one would.
 """
 
 import dataclasses
@@ -39,7 +39,8 @@ def parse_spec(max_seq_length, max_predictions_per_seq, masks_required=True):
     for name, (dtype, length) in features.feature_lengths(max_seq_length, max_predictions_per_seq).items():
         tf_dtype = tf.float32 if dtype == "float32" else tf.int64
         optional = name == features.TOKEN_BOUNDARY or (name in features.MASK_FEATURES and not masks_required)
-        spec[name] = tf.io.FixedLenFeature([length], tf_dtype, default_value=[0] * length if optional else None)
+        default = [0] * length if optional else None
+        spec[name] = tf.io.FixedLenFeature([length], tf_dtype, default_value=default)
     return spec
 
 
