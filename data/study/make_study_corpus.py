@@ -61,8 +61,11 @@ PACKAGES = (
         "python3.11-doc",
         "PSF-2.0",
         ("usr/share/doc/python3.11/html/*.html",),
-        # Generated indexes; the changelog is a list of issue titles; the licence page is legal text.
+        # The library reference is left out: data/doc_topics (a downstream task of the study) is built from
+        # its pages, so pretraining must not read them. Generated indexes; the changelog is a list of issue
+        # titles; the licence page is legal text.
         (
+            "usr/share/doc/python3.11/html/library/*",
             "usr/share/doc/python3.11/html/_*",
             "*/genindex*.html",
             "*/py-modindex.html",

@@ -1,0 +1,518 @@
+"""Does pretraining learn? SOP vs NSP on a real corpus, and fine-tuning from pretraining vs random init.
+
+    pip install -e ".[bench]" && python bench/pretraining_study.py          # about 60 minutes on 2 cores
+    python bench/pretraining_study.py --quick --work_dir=runs/study_quick    # the same stages in minutes
+
+Stages, each skipped when its output exists (so a stopped study resumes; run_pretraining resumes itself):
+  1. corpus     data/study/make_study_corpus.py: English prose of Debian documentation packages, split by
+                page into pretrain / heldout / downstream text.
+  2. tokenizer  python -m albert_tf.train_tokenizer on the pretraining text.
+  3. records    python -m albert_tf.create_pretraining_data, from the same text and seed, with sentence-order
+                pairs (SOP) and with BERT's random next sentences (NSP, --random_next_sentence); held-out
+                records of both kinds from the held-out pages.
+  4. pretrain   python -m albert_tf.run_pretraining, one tiny ALBERT per objective, the same recipe.
+  5. curves     every checkpoint of both models evaluated on the held-out records of *both* kinds (the
+                paper's Table 5: a model trained on one objective, tested on the other), beside the
+                most-frequent-token baseline of masked LM.
+  6. downstream each pretrained model and the same model randomly initialized, fine-tuned on doc_topics
+                (data/doc_topics) and on `doc_source` (which package's documentation a held-out sentence
+                comes from, built from the downstream pages), 3 seeds each; one evaluation after the last
+                step, on the dev split, nothing chosen by it.
+Outputs in --work_dir: results.json, curves.png, downstream.png, and the table printed at the end.
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OBJECTIVES = ("sop", "nsp")
+INITS = ("sop", "nsp", "random")
+SEEDS = (1, 2, 3)
+
+# One tiny recipe for both objectives, decided before any result was seen (never tuned on a dev split).
+FULL = dict(
+    corpus_mb=None,  # all of it
+    vocab_size=8000,
+    max_seq_length=128,
+    dupe_factor=2,
+    train_batch_size=64,
+    num_train_steps=4000,
+    num_warmup_steps=400,
+    eval_every_steps=500,
+    learning_rate=0.001,
+    optimizer="adamw",
+    max_eval_steps=50,
+    finetune_steps=300,
+)
+QUICK = dict(
+    FULL,
+    corpus_mb=6,
+    num_train_steps=300,
+    num_warmup_steps=30,
+    eval_every_steps=100,
+    max_eval_steps=10,
+    finetune_steps=60,
+)
+DOC_SOURCE_PER_LABEL = {"train": 400, "dev": 100}
+
+
+def log(text):
+    print(f"study: {text}", file=sys.stderr, flush=True)
+
+
+def run(command, log_file=None):
+    """Runs a command from the repository root (output to log_file, else the terminal); raises on failure."""
+    log(" ".join(command))
+    started = time.perf_counter()
+    if log_file:
+        with open(log_file, "a", encoding="utf-8") as out:
+            result = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    else:
+        result = subprocess.run(command, cwd=ROOT)
+    if result.returncode:
+        raise SystemExit(
+            f"study: failed ({result.returncode}): {' '.join(command)}"
+            + (f"; see {log_file}" if log_file else "")
+        )
+    return time.perf_counter() - started
+
+
+def machine():
+    """CPU model and its bfloat16/AMX flags, cores."""
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name") and model in ("unknown", ""):
+                    model = line.split(":", 1)[1].strip()
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    wanted = [flag for flag in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if flag in flags]
+    return f"{model}, {os.cpu_count()} cores, flags: {' '.join(wanted) or 'none of avx512f/bf16/amx'}"
+
+
+# 1-3: text, tokenizer, records ------------------------------------------------------------------------
+
+
+def build_corpus(work, recipe):
+    corpus = os.path.join(work, "corpus")
+    if not os.path.exists(os.path.join(corpus, "pretrain.txt")):
+        run([sys.executable, "data/study/make_study_corpus.py", f"--output_dir={corpus}"])
+    if recipe["corpus_mb"] is None:
+        return corpus
+    # --quick: the first corpus_mb megabytes of each split, cut at a document boundary.
+    small = os.path.join(work, "corpus_small")
+    if not os.path.exists(os.path.join(small, "pretrain.txt")):
+        os.makedirs(small, exist_ok=True)
+        for name in ("pretrain.txt", "heldout.txt"):
+            limit = recipe["corpus_mb"] * 1_000_000 // (1 if name == "pretrain.txt" else 10)
+            with open(os.path.join(corpus, name), encoding="utf-8") as source:
+                text = source.read(limit)
+            cut = text.rfind("\n\n")
+            with open(os.path.join(small, name), "w", encoding="utf-8") as target:
+                target.write(text[: cut + 1] if cut > 0 else text)
+        for name in ("downstream.txt", "downstream_labels.tsv"):
+            shutil.copy(os.path.join(corpus, name), os.path.join(small, name))
+    return small
+
+
+def train_tokenizer(work, corpus, recipe):
+    prefix = os.path.join(work, "spm", "study")
+    if not os.path.exists(prefix + ".model"):
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        run(
+            [
+                sys.executable,
+                "-m",
+                "albert_tf.train_tokenizer",
+                f"--input={corpus}/pretrain.txt",
+                f"--model_prefix={prefix}",
+                f"--vocab_size={recipe['vocab_size']}",
+                "--input_sentence_size=2000000",
+            ]
+        )
+    return prefix + ".model"
+
+
+def build_records(work, corpus, spm, recipe):
+    """{objective: {"train": manifest, "eval": manifest}}."""
+    records = {}
+    for objective in OBJECTIVES:
+        folder = os.path.join(work, "records", objective)
+        records[objective] = {}
+        for split, text, dupe, shards in (
+            ("train", "pretrain.txt", recipe["dupe_factor"], 4),
+            ("eval", "heldout.txt", 1, 1),
+        ):
+            manifest = os.path.join(folder, f"{split}.manifest.json")
+            records[objective][split] = manifest
+            if os.path.exists(manifest):
+                continue
+            os.makedirs(folder, exist_ok=True)
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "albert_tf.create_pretraining_data",
+                    f"--input_file={corpus}/{text}",
+                    f"--spm_model_file={spm}",
+                    f"--output_file={folder}/{split}@{shards}",
+                    f"--max_seq_length={recipe['max_seq_length']}",
+                    f"--dupe_factor={dupe}",
+                    f"--random_next_sentence={objective == 'nsp'}",
+                    "--random_seed=12345",
+                ]
+            )
+    return records
+
+
+# 4-5: pretraining and its curves ------------------------------------------------------------------------
+
+
+def write_config(work, recipe):
+    """The tiny ALBERT (configs/albert_tiny.json) with the study's vocabulary."""
+    with open(os.path.join(ROOT, "configs", "albert_tiny.json"), encoding="utf-8") as file:
+        config = json.load(file)
+    config["vocab_size"] = recipe["vocab_size"]
+    path = os.path.join(work, "albert_config.json")
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(config, file, indent=2, sort_keys=True)
+    return path
+
+
+def pretrain(work, objective, config, spm, records, recipe):
+    output = os.path.join(work, "pretrain", objective)
+    if os.path.exists(os.path.join(output, "eval_results.json")):
+        return output
+    os.makedirs(output, exist_ok=True)
+    r = recipe
+    seconds = run(
+        [
+            sys.executable,
+            "-m",
+            "albert_tf.run_pretraining",
+            f"--albert_config_file={config}",
+            f"--input_file={records[objective]['train']}",
+            f"--eval_input_file={records[objective]['eval']}",
+            f"--spm_model_file={spm}",
+            f"--output_dir={output}",
+            f"--max_seq_length={r['max_seq_length']}",
+            "--max_predictions_per_seq=20",
+            f"--train_batch_size={r['train_batch_size']}",
+            "--eval_batch_size=64",
+            f"--optimizer={r['optimizer']}",
+            f"--learning_rate={r['learning_rate']}",
+            f"--num_train_steps={r['num_train_steps']}",
+            f"--num_warmup_steps={r['num_warmup_steps']}",
+            f"--eval_every_steps={r['eval_every_steps']}",
+            f"--save_checkpoints_steps={r['eval_every_steps']}",
+            f"--keep_checkpoint_max={r['num_train_steps'] // r['eval_every_steps'] + 1}",
+            f"--max_eval_steps={r['max_eval_steps']}",
+            "--log_every_steps=100",
+            "--steps_per_loop=100",
+            "--jit_compile",
+        ],
+        log_file=os.path.join(work, f"pretrain_{objective}.log"),
+    )
+    log(f"pretrained {objective} in {seconds / 60:.1f} min")
+    return output
+
+
+def curves(work, records, recipe):
+    """{model objective: {eval objective: [evaluation results by step]}}: every checkpoint on both kinds."""
+    path = os.path.join(work, "curves.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    import tensorflow as tf
+
+    from albert_tf.training import pretraining
+
+    results = {}
+    for model in OBJECTIVES:
+        output = os.path.join(work, "pretrain", model)
+        prefixes = tf.train.get_checkpoint_state(
+            os.path.join(output, "checkpoints")
+        ).all_model_checkpoint_paths
+        results[model] = {}
+        for kind in OBJECTIVES:
+            settings = pretraining.PretrainingSettings(
+                albert_config_file=os.path.join(output, "albert_config.json"),
+                input_file=records[kind]["eval"],
+                eval_input_file=records[kind]["eval"],
+                output_dir=os.path.join(work, "curves", model, kind),
+                init_checkpoint=output,
+                do_train=False,
+                max_seq_length=recipe["max_seq_length"],
+                eval_batch_size=64,
+                max_eval_steps=recipe["max_eval_steps"],
+            )
+            run_ = pretraining.build(
+                settings
+            )  # the evaluator is traced once; each checkpoint is restored into it
+            history = [{**run_.controller.evaluator.evaluate(), "global_step": 0}]
+            history[0].update(_random_init_evaluation(run_, settings))
+            for prefix in prefixes:
+                tf.train.Checkpoint(model=run_.model).restore(prefix).expect_partial()
+                step = int(prefix.rsplit("-", 1)[1])
+                history.append({**run_.controller.evaluator.evaluate(), "global_step": step})
+                log(f"{model} model, step {step}, on {kind}: " + _summary(history[-1]))
+            results[model][kind] = history
+    with open(path + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(results, file, indent=1)
+    os.replace(path + ".tmp", path)
+    return results
+
+
+def _random_init_evaluation(run_, settings):
+    """Step 0 is the model before training: the same initialization as the run (its seed)."""
+    import keras
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models import AlbertEncoder, AlbertPretrainer
+
+    keras.utils.set_random_seed(settings.seed)
+    fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(settings.albert_config_file)))
+    run_.model.set_weights(fresh.get_weights())
+    return run_.controller.evaluator.evaluate()
+
+
+def _summary(result):
+    return (
+        f"mlm {result['masked_lm_accuracy']:.3f} (baseline {result['masked_lm_baseline_accuracy']:.3f}), "
+        f"order {result['sentence_order_accuracy']:.3f}"
+    )
+
+
+# 6: downstream -------------------------------------------------------------------------------------------
+
+
+def doc_source_task(work, corpus):
+    """Which package's documentation a sentence comes from: sentences of the downstream pages (never seen in
+    pretraining), balanced over the packages with enough text, train and dev from different documents."""
+    folder = os.path.join(work, "tasks", "doc_source")
+    if os.path.exists(os.path.join(folder, "dev.csv")):
+        return folder
+    with open(os.path.join(corpus, "downstream_labels.tsv"), encoding="utf-8", newline="") as file:
+        labels = [row["package"] for row in csv.DictReader(file, delimiter="\t")]
+    with open(os.path.join(corpus, "downstream.txt"), encoding="utf-8") as file:
+        documents = [block.split("\n") for block in file.read().split("\n\n") if block.strip()]
+    if len(documents) != len(labels):
+        raise SystemExit(f"study: {len(documents)} downstream documents but {len(labels)} labels")
+    rng = random.Random(12345)
+    by_label = {}
+    for document, label in zip(documents, labels, strict=True):
+        by_label.setdefault(label, []).append([s for s in document if 5 <= len(s.split()) <= 60])
+    rows = {"train": [], "dev": []}
+    need = DOC_SOURCE_PER_LABEL["train"] + DOC_SOURCE_PER_LABEL["dev"]
+    for label in sorted(by_label):
+        docs = by_label[label]
+        if sum(len(d) for d in docs) < 2 * need:
+            continue  # too little text for a balanced label
+        rng.shuffle(docs)
+        # Documents go whole to dev until it is full, then to train: no document is in both.
+        dev = [s for d in docs[: _documents_for(docs, DOC_SOURCE_PER_LABEL["dev"])] for s in d]
+        train = [s for d in docs[_documents_for(docs, DOC_SOURCE_PER_LABEL["dev"]) :] for s in d]
+        rows["dev"] += [(s, label) for s in rng.sample(dev, DOC_SOURCE_PER_LABEL["dev"])]
+        rows["train"] += [(s, label) for s in rng.sample(train, DOC_SOURCE_PER_LABEL["train"])]
+    os.makedirs(folder, exist_ok=True)
+    for split, split_rows in rows.items():
+        rng.shuffle(split_rows)
+        with open(os.path.join(folder, f"{split}.csv"), "w", encoding="utf-8", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(["text", "label"])
+            writer.writerows(split_rows)
+    return folder
+
+
+def _documents_for(docs, sentences):
+    """How many of the first documents hold at least `sentences` sentences."""
+    total = 0
+    for index, document in enumerate(docs):
+        total += len(document)
+        if total >= 2 * sentences:  # twice: dev samples from a pool, not the whole pool
+            return index + 1
+    return len(docs)
+
+
+def downstream(work, config, spm, tasks, recipe):
+    """{task: {init: [dev accuracy per seed]}}; each fine-tuning once, results kept as they come."""
+    path = os.path.join(work, "downstream.json")
+    results = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as file:
+            results = json.load(file)
+    import keras
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+    from albert_tf.training import classifier_finetuning
+
+    for task, folder in tasks.items():
+        for init in INITS:
+            for seed in SEEDS:
+                key = f"{task}/{init}/{seed}"
+                if key in results:
+                    continue
+                start = os.path.join(work, "pretrain", init)
+                if init == "random":  # the same model, randomly initialized with this seed
+                    start = os.path.join(work, "random_init", str(seed))
+                    if not model_dir.is_model_dir(start):
+                        keras.utils.set_random_seed(seed)
+                        fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
+                        model_dir.save_model_dir(fresh, start, spm_model=spm)
+                settings = classifier_finetuning.ClassifierSettings(
+                    task_name="text",
+                    train_file=os.path.join(folder, "train.csv"),
+                    dev_file=os.path.join(folder, "dev.csv"),
+                    model_dir=start,
+                    output_dir=os.path.join(work, "finetune", task, init, str(seed)),
+                    max_seq_length=64,
+                    learning_rate=2e-4,
+                    train_step=recipe["finetune_steps"],
+                    warmup_step=recipe["finetune_steps"] // 10,
+                    save_checkpoints_steps=recipe["finetune_steps"],
+                    seed=seed,
+                    jit_compile=True,
+                )
+                shutil.rmtree(settings.output_dir, ignore_errors=True)
+                accuracy = classifier_finetuning.run(settings)["accuracy"]
+                keras.backend.clear_session()
+                results[key] = accuracy
+                log(f"{key}: dev accuracy {accuracy:.3f}")
+                with open(path + ".tmp", "w", encoding="utf-8") as file:
+                    json.dump(results, file, indent=1, sort_keys=True)
+                os.replace(path + ".tmp", path)
+    return {
+        task: {init: [results[f"{task}/{init}/{seed}"] for seed in SEEDS] for init in INITS} for task in tasks
+    }
+
+
+# Report --------------------------------------------------------------------------------------------------
+
+
+def plot(work, curve_results, scores):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (mlm, order) = plt.subplots(1, 2, figsize=(11, 4))
+    for model, style in zip(OBJECTIVES, ("-", "--"), strict=True):
+        own = curve_results[model][model]
+        steps = [entry["global_step"] for entry in own]
+        mlm.plot(steps, [e["masked_lm_accuracy"] for e in own], style, label=f"{model.upper()}-trained")
+        for kind, marker in zip(OBJECTIVES, ("o", "s"), strict=True):
+            entries = curve_results[model][kind]
+            order.plot(
+                steps,
+                [e["sentence_order_accuracy"] for e in entries],
+                style,
+                marker=marker,
+                markersize=3,
+                label=f"{model.upper()}-trained, tested on {kind.upper()}",
+            )
+    baseline = curve_results["sop"]["sop"][-1]["masked_lm_baseline_accuracy"]
+    mlm.axhline(baseline, color="grey", linewidth=0.8, label="most frequent token")
+    order.axhline(0.5, color="grey", linewidth=0.8, label="chance")
+    mlm.set(title="Held-out masked-LM accuracy", xlabel="step")
+    order.set(title="Held-out sentence-pair accuracy", xlabel="step")
+    mlm.legend(fontsize=8)
+    order.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(os.path.join(work, "curves.png"), dpi=110)
+
+    figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 3.6))
+    for axis, (task, by_init) in zip(axes, scores.items(), strict=True):
+        for x, init in enumerate(INITS):
+            values = by_init[init]
+            axis.bar(x, sum(values) / len(values), color="#9ab", width=0.6)
+            axis.plot([x] * len(values), values, "k.", markersize=6)
+        axis.set_xticks(
+            range(len(INITS)), [f"{i.upper()}-pretrained" if i != "random" else "random init" for i in INITS]
+        )
+        axis.set(title=f"{task}: dev accuracy, 3 seeds", ylim=(0, 1))
+    figure.tight_layout()
+    figure.savefig(os.path.join(work, "downstream.png"), dpi=110)
+
+
+def table(curve_results, scores):
+    lines = [
+        "| model | held-out MLM acc | baseline | ratio | tested on SOP | tested on NSP |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model in OBJECTIVES:
+        own = curve_results[model][model][-1]
+        mlm, base = own["masked_lm_accuracy"], own["masked_lm_baseline_accuracy"]
+        sop, nsp = (curve_results[model][kind][-1]["sentence_order_accuracy"] for kind in OBJECTIVES)
+        cells = (f"{mlm:.3f}", f"{base:.3f}", f"{mlm / base:.2f}x", f"{sop:.3f}", f"{nsp:.3f}")
+        lines.append(f"| {model.upper()}-trained | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| task | " + " | ".join(f"{i} (mean ± sd, 3 seeds)" for i in INITS) + " |",
+        "|---|---|---|---|",
+    ]
+    for task, by_init in scores.items():
+        cells = []
+        for init in INITS:
+            values = by_init[init]
+            mean = sum(values) / len(values)
+            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+            cells.append(f"{mean:.3f} ± {sd:.3f}")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work_dir", default=os.path.join(ROOT, "runs", "study"))
+    parser.add_argument("--quick", action="store_true", help="A small corpus and few steps: minutes.")
+    args = parser.parse_args()
+    recipe = QUICK if args.quick else FULL
+    work = os.path.abspath(args.work_dir)
+    os.makedirs(work, exist_ok=True)
+    started = time.perf_counter()
+    log(f"machine: {machine()}")
+    corpus = build_corpus(work, recipe)
+    spm = train_tokenizer(work, corpus, recipe)
+    records = build_records(work, corpus, spm, recipe)
+    config = write_config(work, recipe)
+    for objective in OBJECTIVES:
+        pretrain(work, objective, config, spm, records, recipe)
+    curve_results = curves(work, records, recipe)
+    tasks = {
+        "doc_topics": os.path.join(ROOT, "data", "doc_topics"),
+        "doc_source": doc_source_task(work, corpus),
+    }
+    scores = downstream(work, config, spm, tasks, recipe)
+    plot(work, curve_results, scores)
+    text = table(curve_results, scores)
+    results = {
+        "recipe": recipe,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d"),
+        "curves": curve_results,
+        "downstream": scores,
+        "seconds_this_invocation": time.perf_counter() - started,
+    }
+    with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as file:
+        json.dump(results, file, indent=1)
+    print(text)
+    minutes = (time.perf_counter() - started) / 60
+    log(f"done in {minutes:.1f} min; {work}/results.json, curves.png, downstream.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Throughput of the quick start: the tiny ALBERT's steady-state tokens/s and the time spent outside it.
+
+    python bench/tiny_pretraining.py --rounds=2 --steps=400
+
+Runs `python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags` whole, as a user does, for
+several settings in alternating rounds (so drift in the machine's speed hits each alike), and reads its
+progress lines. Steady state: the median examples/s of the progress windows after the first two (the first
+holds tracing and compilation) times the sequence length (tokens, padding included). Outside it: the
+command's wall time minus steps × batch / steady rate, i.e. start-up (imports, graph building, compilation),
+checkpoints, evaluation and the model directory. Settings:
+  landed: the quick start as it was (batch 32, no XLA, 25 steps per loop, LAMB 0.005 for 300 steps);
+  xla:    the same with --jit_compile;
+  now:    configs/pretrain/tiny.flags as it is now.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pretraining_study import machine  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LANDED = ["--train_batch_size=32", "--nojit_compile", "--steps_per_loop=25", "--log_every_steps=25"]
+SETTINGS = {"landed": LANDED, "xla": [*LANDED[:1], "--jit_compile", *LANDED[2:]], "now": []}
+SEQ = 128
+
+
+def flag(args, name, default):
+    """The value of --name in args, else the flagfile's."""
+    for arg in reversed(args):
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    with open(os.path.join(ROOT, "configs", "pretrain", "tiny.flags"), encoding="utf-8") as file:
+        for line in file:
+            if line.startswith(f"--{name}="):
+                return line.strip().split("=", 1)[1]
+    return default
+
+
+def measure(args, steps, work):
+    """(steady tokens/s, seconds outside steady state, wall seconds, final eval results line)."""
+    output = tempfile.mkdtemp(dir=work)
+    command = [
+        sys.executable,
+        "-m",
+        "albert_tf.run_pretraining",
+        "--flagfile=configs/pretrain/tiny.flags",
+        f"--output_dir={output}",
+        f"--num_train_steps={steps}",
+        f"--save_checkpoints_steps={steps}",
+        *args,
+    ]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if result.returncode:
+        raise SystemExit(result.stderr[-3000:])
+    rates = [float(rate) for rate in re.findall(r"\| ([\d.]+) examples/s", result.stderr)]
+    if len(rates) < 4:
+        raise SystemExit(f"too few progress lines ({len(rates)}): raise --steps")
+    steady = statistics.median(rates[2:])
+    batch = int(flag(args, "train_batch_size", 32))
+    evaluation = re.findall(r"eval at step \d+: (.*)", result.stderr)
+    return steady * SEQ, wall - steps * batch / steady, wall, evaluation[-1] if evaluation else ""
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=400, help="Steps per run (a multiple of 25).")
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    args = parser.parse_args()
+    names = args.settings.split(",")
+    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}")
+    found = {name: [] for name in names}
+    with tempfile.TemporaryDirectory() as work:
+        for round_ in range(args.rounds):
+            for name in names:
+                tokens, outside, wall, _ = measure(SETTINGS[name], args.steps, work)
+                found[name].append((tokens, outside, wall))
+                line = f"{tokens:>9,.0f} tokens/s  {outside:5.1f} s outside  {wall:6.1f} s wall"
+                print(f"round {round_ + 1} {name:<8} {line}")
+    print(f"\n{'setting':<10}{'tokens/s (best)':>18}{'outside (best)':>16}{'vs landed':>12}")
+    best = {name: max(t for t, _, _ in runs) for name, runs in found.items()}
+    for name, runs in found.items():
+        ratio = f"{best[name] / best['landed']:.2f}x" if "landed" in best else "-"
+        print(f"{name:<10}{best[name]:>18,.0f}{min(o for _, o, _ in runs):>14.1f} s{ratio:>12}")
+
+
+if __name__ == "__main__":
+    main()
