@@ -27,8 +27,10 @@ class PretrainingEvaluator:
 
         @tf.function
         def step(batch):
-            return strategy.reduce(
-                tf.distribute.ReduceOp.SUM, strategy.run(replica_step, args=(batch,)), None
+            # One reduction each: a collective over the (sums, counts) pair would pack tensors of two shapes.
+            return tuple(
+                strategy.reduce(tf.distribute.ReduceOp.SUM, value, None)
+                for value in strategy.run(replica_step, args=(batch,))
             )
 
         self._step = step
