@@ -21,7 +21,8 @@ flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs
 flags.DEFINE_string(
     "output_file",
     None,
-    "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N...",
+    "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N... "
+    "Missing folders are made.",
 )
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (match the SentencePiece model).")
