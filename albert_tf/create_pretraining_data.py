@@ -1,10 +1,10 @@
 """Builds MLM + SOP pretraining TFRecords from a text corpus: globally shuffled shards and a manifest.
 
     python -m albert_tf.create_pretraining_data --input_file='corpus/*.txt' \
-        --output_file=records/train.tfrecord@16 --spm_model_file=spm/albert.model \
+        --output_file=records/train@16 --spm_model_file=spm/albert.model \
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10
 
-writes records/train.tfrecord-00000-of-00016 ... and records/train.tfrecord.manifest.json. Corpus: one
+writes records/train-00000-of-00016 ... and records/train.manifest.json (making records/). Corpus: one
 sentence per line, a blank line between documents. The flags and defaults are the original
 google-research/albert builder's, plus runner, beam_pipeline_options, num_workers, manifest_file,
 sort_memory_mb, gzip and errors. The same inputs, flags and seed give the same bytes with either runner and
@@ -21,7 +21,8 @@ flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs
 flags.DEFINE_string(
     "output_file",
     None,
-    "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N...",
+    "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N... "
+    "Missing folders are made.",
 )
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (match the SentencePiece model).")

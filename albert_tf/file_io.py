@@ -51,6 +51,63 @@ def makedirs(path):
         os.makedirs(path, exist_ok=True)
 
 
+class FolderError(ValueError):
+    """The folder an output goes into cannot be made (a file in the way, no permission); the message names
+    the flag and the folder."""
+
+
+def _missing_folders(folder):
+    """folder and those of its parents that do not exist yet, outermost first."""
+    missing = []
+    while folder and not exists(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder or is_remote(parent) != is_remote(folder):
+            break  # the root, or the scheme:// of a file system
+        folder = parent
+    return missing[::-1]
+
+
+@contextlib.contextmanager
+def output_folders(paths, flag):
+    """Makes the folders that the output files `paths` go into (local or remote), as TensorFlow's own
+    writers do, for a command whose outputs may go to a folder not made yet (`--output_file=records/x@16`).
+
+    If the block fails, the folders made here are removed again while still empty, so a failed command
+    leaves nothing behind. FolderError (naming `flag`) when a folder cannot be made.
+    """
+    made = []
+    for path in paths:
+        folder = os.path.dirname(os.fspath(path) if is_remote(path) else os.path.abspath(path))
+        for missing in _missing_folders(folder):
+            try:
+                makedirs(missing)
+            except Exception as error:  # OSError locally, tf.errors.OpError on other file systems
+                _remove_empty(made)
+                raise FolderError(f"{flag}: cannot make the folder {missing} for {path} ({error})") from None
+            made.append(missing)
+        if not isdir(folder):
+            _remove_empty(made)
+            raise FolderError(f"{flag}: {folder}, the folder of {path}, is a file")
+    try:
+        yield
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _remove_empty(folders):
+    """Removes those of folders (outermost first) that are empty, innermost first."""
+    for folder in reversed(folders):
+        with contextlib.suppress(Exception):
+            if not isdir(folder) or listdir(folder):
+                continue
+            if is_remote(folder):
+                rmtree(folder)
+            else:
+                os.rmdir(folder)
+
+
 def glob(pattern):
     """Sorted matches of a glob pattern."""
     return sorted(_gfile().glob(pattern) if is_remote(pattern) else local_glob.glob(pattern))

@@ -5,7 +5,8 @@
 The recipe of the released models: unigram, <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4 (control symbols),
 no BOS/EOS, character coverage 0.99995, user-defined symbols ( ) " - . – £ €. Each line is normalized the way
 the tokenizer normalizes it (whitespace, quotes, accents, case) before SentencePiece sees it, so training and
-tokenization agree. Writes PREFIX.model and PREFIX.vocab, each through a temporary file.
+tokenization agree. Writes PREFIX.model and PREFIX.vocab, each through a temporary file, making PREFIX's
+folder when it is missing.
 """
 
 import os
@@ -30,6 +31,7 @@ flags.mark_flags_as_required(["input", "model_prefix"])
 
 def main(argv):
     del argv
+    from albert_tf import file_io
     from albert_tf.data import corpus, spm_training
 
     try:
@@ -47,7 +49,7 @@ def main(argv):
             random_seed=FLAGS.random_seed,
             errors=FLAGS.errors,
         )
-    except (corpus.CorpusError, spm_training.TrainingError) as error:
+    except (corpus.CorpusError, spm_training.TrainingError, file_io.FolderError) as error:
         sys.exit(f"train_tokenizer: error: {error}")
     print(summary)
 

@@ -65,6 +65,34 @@ def test_a_folder_is_published_with_its_files_or_not_at_all(ram, tmp_path):
     assert stat.S_IMODE(os.stat(local).st_mode) == 0o777 & ~mask
 
 
+@pytest.mark.parametrize("where", ["ram", "local"])
+def test_output_folders_are_made_and_removed_again_when_the_command_fails(ram, tmp_path, where):
+    root = ram if where == "ram" else str(tmp_path)
+    path = file_io.join(root, "a", "b", "out.txt")
+    with file_io.output_folders([path], "--output_file"):
+        file_io.write_atomically(path, b"written")
+    assert file_io.read_bytes(path) == b"written"
+    with (
+        pytest.raises(RuntimeError, match="failed"),
+        file_io.output_folders(
+            [file_io.join(root, "a", "c", "d", "out.txt"), file_io.join(root, "e", "out.txt")],
+            "--output_file",
+        ),
+    ):
+        assert file_io.isdir(file_io.join(root, "a", "c", "d")) and file_io.isdir(file_io.join(root, "e"))
+        raise RuntimeError("failed")
+    assert file_io.listdir(root) == ["a"] and file_io.listdir(file_io.join(root, "a")) == ["b"]
+    file_io.write_atomically(file_io.join(root, "file"), b"")
+    in_the_way = r"--prefix: .*file, the folder of .*file/x, is a file"
+    paths = [file_io.join(root, "new", "x"), file_io.join(root, "file", "x")]
+    with (
+        pytest.raises(file_io.FolderError, match=in_the_way),
+        file_io.output_folders(paths, "--prefix"),
+    ):
+        pass
+    assert file_io.listdir(root) == ["a", "file"]  # new/, made for the first path, is gone again
+
+
 @pytest.mark.slow
 def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a stray local write (e.g. os.makedirs("ram://...")) would land here
@@ -80,7 +108,8 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
         max_seq_length=128, train_batch_size=8, eval_batch_size=8, num_train_steps=4, num_warmup_steps=1,
         save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2, eval_every_steps=2, max_eval_steps=2,
     ))  # fmt: skip
-    assert set(model_dir.files(pretrained)) == {"albert_config.json", "spm.model", "pretrainer.weights.h5"}
+    written = set(model_dir.files(pretrained))
+    assert written == {"albert_config.json", "spm.model", "global_step.json", "pretrainer.weights.h5"}
     for name in ("eval_results.json", "eval_history.jsonl", "checkpoints/checkpoint"):
         assert file_io.exists(file_io.join(pretrained, name)), name
     assert file_io.glob(file_io.join(pretrained, "train", "events.out.tfevents.*"))

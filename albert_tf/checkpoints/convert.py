@@ -1,9 +1,10 @@
 """Checkpoint conversion: Google's TF1 ALBERT releases and Hugging Face ALBERT directories → our model
 directories, and our model directories → Hugging Face directories.
 
-Every tensor of the source is accounted for: converted, skipped as optimizer state (`global_step`,
-`*/adam_m`, `*/adam_v`), kept as a fine-tuned task head (`task_heads.npz` in the model directory, under
-the original names), or listed in the conversion's notes as unused. Output directories appear only when
+Every tensor of the source is accounted for: converted, kept as the model directory's step (`global_step`,
+in global_step.json), skipped as optimizer state (`*/adam_m`, `*/adam_v`), kept as a fine-tuned task head
+(`task_heads.npz` in the model directory, under the original names), or listed in the conversion's notes
+as unused. Output directories appear only when
 the conversion succeeded (written under a temporary name, then renamed).
 """
 
@@ -38,6 +39,9 @@ class Conversion:
     spm_model: str | None
     task_heads: dict[str, np.ndarray]
     notes: list[str]
+    # The step the weights were trained to: a TF1 checkpoint's global_step, a model directory's; None when
+    # the source does not say (Hugging Face directories).
+    global_step: int | None = None
 
 
 def _load(pretrainer: AlbertPretrainer, weights: dict[str, np.ndarray], source: str) -> list[str]:
@@ -130,7 +134,8 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
             f"{', '.join(unused)}"
         )
     spm = spm_model_file or (_only_file(folder, "*.model") if file_io.isdir(path) else None)
-    return Conversion(pretrainer, spm, task_heads, notes)
+    step = int(reader.get_tensor("global_step")) if "global_step" in shapes else None
+    return Conversion(pretrainer, spm, task_heads, notes, global_step=step)
 
 
 # Hugging Face ----------------------------------------------------------------------------------------------
@@ -231,7 +236,8 @@ def from_any(path) -> Conversion:
     """A pretrained model from a model directory of ours, a Hugging Face directory (config.json) or an
     original TF1 release (a directory or a checkpoint prefix), whichever path is."""
     if model_dir.is_model_dir(path):
-        return Conversion(model_dir.load_pretrainer(path), model_dir.spm_model_file(path), {}, [])
+        pretrainer, spm = model_dir.load_pretrainer(path), model_dir.spm_model_file(path)
+        return Conversion(pretrainer, spm, {}, [], global_step=model_dir.global_step(path))
     if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
     return from_tf1(path)
@@ -251,7 +257,9 @@ def write_model_dir(conversion: Conversion, output_dir):
     """Writes the conversion as a model directory (see `model_dir`), task heads included."""
 
     def write(folder):
-        model_dir.save_model_dir(conversion.pretrainer, folder, spm_model=conversion.spm_model)
+        model_dir.save_model_dir(
+            conversion.pretrainer, folder, spm_model=conversion.spm_model, step=conversion.global_step
+        )
         if conversion.task_heads:
             buffer = io.BytesIO()
             np.savez(buffer, **conversion.task_heads)

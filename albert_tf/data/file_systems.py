@@ -40,10 +40,6 @@ class LocalFiles:
         if os.path.exists(path):
             os.remove(path)
 
-    @staticmethod
-    def is_directory(path):
-        return os.path.isdir(path)
-
 
 class BeamFiles:
     """Paths of any file system registered with Apache Beam (needs `pip install -e ".[beam]"`)."""
@@ -81,8 +77,3 @@ class BeamFiles:
     def remove(self, path):
         if self._file_systems().exists(path):
             self._file_systems().delete([path])
-
-    @staticmethod
-    def is_directory(path):
-        # Object stores have no directories: a path under any prefix can be written.
-        return "://" in path or os.path.isdir(path)

@@ -168,10 +168,25 @@ def build(
       pipeline_options: comma-separated Beam options, as `--beam_pipeline_options` (pipeline_arguments).
       num_workers: local processes when pipeline_options names no runner.
     """
+    manifest_file = manifest_file or default_manifest_path(output_files)
+    with pretraining_units.output_folders(output_files, manifest_file):
+        return _build(
+            input_files,
+            output_files,
+            settings,
+            pipeline_options,
+            num_workers,
+            manifest_file,
+            sort_memory_bytes,
+        )
+
+
+def _build(
+    input_files, output_files, settings, pipeline_options, num_workers, manifest_file, sort_memory_bytes
+):
+    """build, once the outputs' local folders exist."""
     start = time.monotonic()
     files = BeamFiles()
-    pretraining_units.check_output_directories(output_files, files)
-    manifest_file = manifest_file or default_manifest_path(output_files)
     pretraining_units.tokenizer_and_maker(settings, files)  # Fail early, naming the model file.
     inputs = pretraining_units.input_sizes(input_files, files)
     token = uuid.uuid4().hex[:12]

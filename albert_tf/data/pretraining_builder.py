@@ -98,11 +98,19 @@ def build(
 
     Raises:
       BuildError, corpus.CorpusError: with the file, line or flag at fault; no output is left half-written
-      and files from an earlier build are kept.
+      and files from an earlier build are kept. The outputs' folders are made when missing, and removed
+      again on an error.
     """
-    start = last_report = time.monotonic()
-    pretraining_units.check_output_directories(output_files, LocalFiles)
     manifest_file = manifest_file or default_manifest_path(output_files)
+    with pretraining_units.output_folders(output_files, manifest_file):
+        return _build(
+            input_files, output_files, settings, num_workers, manifest_file, sort_memory_bytes, progress
+        )
+
+
+def _build(input_files, output_files, settings, num_workers, manifest_file, sort_memory_bytes, progress):
+    """build, once the outputs' folders exist."""
+    start = last_report = time.monotonic()
     pretraining_units.tokenizer_and_maker(settings, LocalFiles)  # Fail early, naming the model file.
     work = [
         task

@@ -1,7 +1,7 @@
 """The manifest beside a build's shards: what was built, from what, and how many records each shard holds.
 
-    records/train.tfrecord-00000-of-00004 ... records/train.tfrecord-00003-of-00004
-    records/train.tfrecord.manifest.json
+    records/train-00000-of-00004 ... records/train-00003-of-00004     (--output_file=records/train@4)
+    records/train.manifest.json
 
 JSON with `scheme_version` (SCHEME_VERSION: how records were made and ordered; readers refuse another),
 `settings` (every flag that decides the bytes), `inputs` (path, bytes), `shards` (file name relative to the

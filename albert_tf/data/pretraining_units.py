@@ -11,6 +11,7 @@ seed and shard count only, never on the runner or its worker count.
 """
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -20,6 +21,7 @@ import random
 import struct
 import tempfile
 
+from albert_tf import file_io
 from albert_tf.data import corpus
 from albert_tf.data.pretraining_instances import InstanceMaker, InstanceOptions, Vocabulary
 from albert_tf.data.pretraining_manifest import Manifest, relative_name
@@ -80,12 +82,15 @@ def input_sizes(input_files, files):
     return [(index, path, files.size(path)) for index, path in enumerate(input_files)]
 
 
-def check_output_directories(output_files, files):
-    """BuildError naming the first output whose directory does not exist (object stores have none)."""
-    for path in output_files:
-        directory = os.path.dirname(path if "://" in path else os.path.abspath(path))
-        if not files.is_directory(directory):
-            raise BuildError(f"--output_file: directory {directory} of {path} does not exist")
+@contextlib.contextmanager
+def output_folders(output_files, manifest_file):
+    """Makes the missing local folders of the shards and the manifest, and removes those it made, while still
+    empty, when the build fails (file_io.output_folders). Remote paths need none: object stores have no
+    folders, and Beam's other file systems make a file's parents as they write it."""
+    shards = [path for path in output_files if "://" not in path]
+    manifest = [manifest_file] if "://" not in manifest_file else []
+    with file_io.output_folders(shards, "--output_file"), file_io.output_folders(manifest, "--manifest_file"):
+        yield
 
 
 def _local_model_file(path, files):

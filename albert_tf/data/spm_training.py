@@ -1,7 +1,6 @@
 """Training a SentencePiece model with the ALBERT recipe (used by `python -m albert_tf.train_tokenizer`)."""
 
 import io
-import os
 import re
 
 import sentencepiece
@@ -56,53 +55,55 @@ def train(
         except corpus.CorpusError as error:
             unreadable.append(error)
 
-    directory = os.path.dirname(
-        model_prefix if file_io.is_remote(model_prefix) else os.path.abspath(model_prefix)
-    )
-    if not file_io.is_remote(directory) and not os.path.isdir(directory):
-        raise TrainingError(f"--model_prefix: directory {directory} does not exist")
-    model = io.BytesIO()
-    sentencepiece.set_random_generator_seed(random_seed)
-    try:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=sentences(),
-            model_writer=model,
-            vocab_size=vocab_size,
-            model_type=model_type,
-            character_coverage=character_coverage,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=True,
-            pad_id=0,
-            unk_id=1,
-            bos_id=-1,
-            eos_id=-1,
-            control_symbols=[CLS, SEP, MASK],
-            user_defined_symbols=list(user_defined_symbols),
-            num_threads=num_threads,
-            minloglevel=2,
-        )
-    except RuntimeError as error:
+    # The folder of the outputs is made first (a bad path fails before the training does) and removed again,
+    # if it was made here, when the training fails.
+    with file_io.output_folders([f"{model_prefix}.model", f"{model_prefix}.vocab"], "--model_prefix"):
+        model = io.BytesIO()
+        sentencepiece.set_random_generator_seed(random_seed)
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=sentences(),
+                model_writer=model,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                input_sentence_size=input_sentence_size,
+                shuffle_input_sentence=True,
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
+                control_symbols=[CLS, SEP, MASK],
+                user_defined_symbols=list(user_defined_symbols),
+                num_threads=num_threads,
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            if unreadable:
+                raise unreadable[0] from None
+            if counts["lines"] == 0:
+                raise TrainingError(
+                    f"{', '.join(paths)}: no text to train on (every line is blank)"
+                ) from None
+            too_few = _TOO_FEW_PIECES.search(str(error))
+            if too_few:
+                raise TrainingError(
+                    f"--vocab_size={vocab_size} is too large for {', '.join(paths)}: "
+                    f"its {counts['lines']:,} lines support a vocabulary of at most "
+                    f"{int(too_few.group(2)):,} pieces; pass "
+                    f"--vocab_size={too_few.group(2)} or less, or train on more text"
+                ) from None
+            raise TrainingError(f"SentencePiece: {error}") from None
         if unreadable:
-            raise unreadable[0] from None
-        if counts["lines"] == 0:
-            raise TrainingError(f"{', '.join(paths)}: no text to train on (every line is blank)") from None
-        too_few = _TOO_FEW_PIECES.search(str(error))
-        if too_few:
-            raise TrainingError(
-                f"--vocab_size={vocab_size} is too large for {', '.join(paths)}: its {counts['lines']:,} "
-                f"lines support a vocabulary of at most {int(too_few.group(2)):,} pieces; pass "
-                f"--vocab_size={too_few.group(2)} or less, or train on more text"
-            ) from None
-        raise TrainingError(f"SentencePiece: {error}") from None
-    if unreadable:
-        raise unreadable[0]
-    file_io.write_atomically(f"{model_prefix}.model", model.getvalue())
-    processor = load_sentencepiece(f"{model_prefix}.model")
-    vocab = "".join(
-        f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n" for i in range(processor.get_piece_size())
-    )
-    file_io.write_atomically(f"{model_prefix}.vocab", vocab.encode("utf-8"))
-    return (
-        f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 replaced), "
-        f"{processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"
-    )
+            raise unreadable[0]
+        file_io.write_atomically(f"{model_prefix}.model", model.getvalue())
+        processor = load_sentencepiece(f"{model_prefix}.model")
+        vocab = "".join(
+            f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n"
+            for i in range(processor.get_piece_size())
+        )
+        file_io.write_atomically(f"{model_prefix}.vocab", vocab.encode("utf-8"))
+        return (
+            f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 "
+            f"replaced), {processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"
+        )

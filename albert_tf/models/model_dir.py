@@ -5,6 +5,9 @@ A model directory holds
     albert_config.json        the model's config (original keys),
     spm.model                 its SentencePiece model (absent when the run had none),
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
+    global_step.json          {"global_step": N}: the step those weights were trained to, when known (written
+                              by pretraining and by conversions of TF1 checkpoints that hold one), so that
+                              an evaluation of the directory reports it,
     task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any;
                               fine-tuning writes config, spm.model and this only (the encoder is in it);
                               the task models' from_model_dir continue from it.
@@ -12,6 +15,7 @@ A model directory holds
     >>> encoder = load_encoder("runs/tiny")          # in a notebook
 """
 
+import json
 import os
 
 import keras
@@ -25,6 +29,7 @@ CONFIG_FILE = "albert_config.json"
 SPM_FILE = "spm.model"
 WEIGHTS_FILE = "pretrainer.weights.h5"
 TASK_MODEL_FILE = "task_model.keras"
+STEP_FILE = "global_step.json"
 
 
 def _require(directory, name):
@@ -41,7 +46,7 @@ def is_model_dir(directory):
 
 def files(directory):
     """The model-directory files directory holds, by name."""
-    names = (CONFIG_FILE, SPM_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
+    names = (CONFIG_FILE, SPM_FILE, STEP_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
     return [name for name in names if file_io.exists(file_io.join(directory, name))]
 
 
@@ -53,6 +58,20 @@ def spm_model_file(directory):
     """The directory's SentencePiece model, or None."""
     path = file_io.join(directory, SPM_FILE)
     return path if file_io.exists(path) else None
+
+
+def global_step(directory):
+    """The step the directory's weights were trained to (global_step.json), or None when it does not say."""
+    path = file_io.join(directory, STEP_FILE)
+    if not file_io.exists(path):
+        return None
+    try:
+        step = json.loads(file_io.read_text(path))["global_step"]
+    except (ValueError, KeyError, TypeError):
+        step = None
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f'{path}: expected {{"global_step": N}} with N a whole number ≥ 0')
+    return step
 
 
 def load_pretrainer(directory, dtype=None) -> AlbertPretrainer:
@@ -73,17 +92,23 @@ def _copy_spm(spm_model, directory):
         file_io.copy(spm_model, target)
 
 
-def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None):
-    """Writes config, SentencePiece model and weights; each file appears whole (temporary name, rename).
+def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None, step=None):
+    """Writes config, SentencePiece model, step and weights; each file appears whole (temporary name, rename).
 
     Args:
         pretrainer: the model to save.
         directory: created if missing (any TensorFlow file system); files already there are replaced.
         spm_model: path of the SentencePiece model to copy in, or None.
+        step: the step the weights were trained to (global_step.json), or None when unknown (no file).
     """
     file_io.makedirs(directory)
     pretrainer.encoder.config.to_json_file(file_io.join(directory, CONFIG_FILE))
     _copy_spm(spm_model, directory)
+    step_file = file_io.join(directory, STEP_FILE)
+    if step is None:
+        file_io.remove(step_file)  # a step from weights saved here before would be wrong now
+    else:
+        file_io.write_atomically(step_file, (json.dumps({"global_step": int(step)}) + "\n").encode())
     file_io.replace_with(file_io.join(directory, WEIGHTS_FILE), pretrainer.save_weights)
 
 

@@ -36,11 +36,16 @@ class Controller:
       log: RunLog.
       evaluator: PretrainingEvaluator, or None (no periodic evaluation).
       chief: whether this process writes the run's files.
+      step_known: False when the weights evaluated come with no step (an evaluation alone of a Hugging Face
+        directory): results say `"global_step": null`, TensorBoard files them at step 0.
     """
 
-    def __init__(self, settings, trainer, iterator, manager, log, evaluator=None, chief=True):
+    def __init__(
+        self, settings, trainer, iterator, manager, log, evaluator=None, chief=True, step_known=True
+    ):
         self.settings, self.trainer, self.iterator = settings, trainer, iterator
         self.manager, self.log, self.evaluator, self.chief = manager, log, evaluator, chief
+        self.step_known = step_known
         self.history_path = file_io.join(settings.output_dir, EVAL_HISTORY_FILE)
 
     def train(self):
@@ -118,13 +123,18 @@ class Controller:
     def evaluate(self):
         """Evaluates, logs, writes eval scalars and appends to the evaluation history; returns the results."""
         step = self.trainer.step
-        results = {**self.evaluator.evaluate(), "global_step": step}
-        metrics = {k: v for k, v in results.items() if k != "global_step"}
+        metrics = self.evaluator.evaluate()
+        results = {**metrics, "global_step": step if self.step_known else None}
         self.log.scalars("eval", metrics, step)
-        self.log.line(f"eval at step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        where = f"at step {step}" if self.step_known else "(the weights say no step)"
+        self.log.line(f"eval {where}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
         if self.chief:
-            # A resumed run evaluates again at steps it had evaluated before it was stopped: keep the newer.
-            history = [entry for entry in self.history() if entry["global_step"] < step] + [results]
+            # A resumed run evaluates again at steps it had evaluated before it was stopped: keep the newer
+            # (an evaluation of no known step replaces the one before it).
+            history = [
+                entry for entry in self.history()
+                if entry["global_step"] is not None and (not self.step_known or entry["global_step"] < step)
+            ] + [results]  # fmt: skip
             text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
             file_io.write_atomically(self.history_path, text.encode())
         return results

@@ -6,13 +6,15 @@ path or any TensorFlow file system: gs://...):
                             loss-scale states) every `save_checkpoints_steps`; the last `keep_checkpoint_max`
                             are kept;
     train/, eval/           TensorBoard summaries;
-    albert_config.json, spm.model, pretrainer.weights.h5   the model directory, at the end;
-    eval_results.json       held-out metrics after training;
-    eval_history.jsonl      every evaluation (with --eval_every_steps).
+    albert_config.json, spm.model, global_step.json, pretrainer.weights.h5   the model directory, at the end;
+    eval_results.json       held-out metrics after training, with the step evaluated (global_step);
+    eval_history.jsonl      every evaluation, one per line: each --eval_every_steps and the last.
 A run started again with the same settings continues from its last checkpoint and ends with the weights an
 uninterrupted run would have had: the input is a deterministic function of the seed and the position is
 checkpointed (pretraining_input.py), the only random draws (dropout) come from checkpointed seed-generator
-variables. With `do_train=False` it evaluates the latest checkpoint in output_dir, or init_checkpoint.
+variables. With `do_train=False` it evaluates the latest checkpoint in output_dir, or init_checkpoint, and
+reports the step those weights were trained to (null when init_checkpoint does not say: a Hugging Face
+directory, a model directory written before global_step.json existed).
 
 The parts: pretraining_input.py (datasets), trainer.py (model, optimizer, compiled steps), evaluator.py,
 controller.py (the loop, checkpoints, logs), run_log.py.
@@ -65,20 +67,29 @@ def _training_checkpoint(path):
     )
 
 
-def _start_from(trainer, path, log):
-    """Loads --init_checkpoint's weights; returns its SentencePiece model (or None)."""
+def _start_from(trainer, path, log, train):
+    """Loads --init_checkpoint's weights (a training checkpoint's optimizer too when not `train`).
+
+    Returns:
+      (its SentencePiece model or None, the step its weights were trained to or None when it does not say:
+      a training checkpoint's, a model directory's global_step.json, a TF1 checkpoint's global_step).
+    """
     prefix = _training_checkpoint(path)
     if prefix:
-        tf.train.Checkpoint(model=trainer.model).restore(prefix).expect_partial()
+        # A run starts a new optimizer; evaluation alone takes the saved one, for its step count.
+        parts = (
+            {"model": trainer.model} if train else {"model": trainer.model, "optimizer": trainer.optimizer}
+        )
+        tf.train.Checkpoint(**parts).restore(prefix).expect_partial()
         log.line(f"weights from the training checkpoint {prefix}")
-        return None
+        return None, trainer.step
     from albert_tf.checkpoints import convert
 
     conversion = convert.from_any(path)
     trainer.load_weights_of(conversion.pretrainer, path)
     for note in conversion.notes:
         log.line(note)
-    return conversion.spm_model
+    return conversion.spm_model, conversion.global_step
 
 
 @dataclasses.dataclass
@@ -126,13 +137,17 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
         directory = file_io.join(directory, f"worker_{distribution.task_id(strategy)}")
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=s.keep_checkpoint_max)
     spm_model = s.spm_model_file
+    step_known = True
     if manager.latest_checkpoint:
         status = checkpoint.restore(manager.latest_checkpoint)
         (status.assert_existing_objects_matched() if s.do_train else status.expect_partial())
         log.line(f"resumed from {manager.latest_checkpoint} at step {trainer.step}")
     elif s.init_checkpoint:
-        converted_spm = _start_from(trainer, s.init_checkpoint, log)
+        converted_spm, evaluated_step = _start_from(trainer, s.init_checkpoint, log, s.do_train)
         spm_model = spm_model or converted_spm
+        if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
+            step_known = evaluated_step is not None
+            trainer.optimizer.iterations.assign(evaluated_step or 0)
     elif not s.do_train:
         raise ValueError(f"nothing to evaluate: no checkpoint in {directory} and no --init_checkpoint")
     if s.init_checkpoint and not spm_model:
@@ -148,7 +163,7 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
         if cost:
             log.line(cost)
         iterator = iter(strategy.distribute_datasets_from_function(lambda c: inputs.train_dataset(c, start)))
-    controller = Controller(s, trainer, iterator, manager, log, evaluator, chief)
+    controller = Controller(s, trainer, iterator, manager, log, evaluator, chief, step_known=step_known)
     return PretrainingRun(s, strategy, trainer, inputs, controller, log, chief, spm_model)
 
 
@@ -167,7 +182,7 @@ def _write_outputs(run_, results):
     """The model directory (after training) and eval_results.json; says what went where."""
     s, log = run_.settings, run_.log
     if s.do_train:
-        model_dir.save_model_dir(run_.model, s.output_dir, spm_model=run_.spm_model)
+        model_dir.save_model_dir(run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.trainer.step)
         log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
     if results is not None:
         path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)

@@ -74,5 +74,7 @@ def test_bad_input_under_beam_names_file_and_line_and_leaves_nothing(tmp_path, w
     (tmp_path / "out").mkdir()
     # In this process Beam re-raises the CorpusError; from worker processes it comes back as a BuildError.
     with pytest.raises(ValueError, match=r"bad\.txt:4: invalid UTF-8"):
-        pretraining_beam.build([str(bad)], [str(tmp_path / "out" / "r")], SETTINGS, num_workers=workers)
-    assert os.listdir(tmp_path / "out") == []
+        pretraining_beam.build(
+            [str(bad)], [str(tmp_path / "out" / "new" / "r")], SETTINGS, num_workers=workers
+        )
+    assert os.listdir(tmp_path / "out") == []  # no temporary file, and new/, made for the output, is gone

@@ -15,6 +15,7 @@ from albert_tf.data.pretraining_dataset import parse_spec
 from albert_tf.data.pretraining_instances import InstanceOptions
 from albert_tf.data.pretraining_manifest import SCHEME_VERSION, Manifest, output_paths
 from albert_tf.data.pretraining_units import BuildError, BuildSettings
+from albert_tf.file_io import FolderError
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
 
 SETTINGS = BuildSettings(
@@ -137,7 +138,7 @@ def test_records_parse_with_the_original_feature_spec(tmp_path):
         assert int(example["next_sentence_labels"][0]) in (0, 1)
 
 
-def test_empty_corpus_short_documents_and_missing_directory_are_clear_errors(tmp_path):
+def test_empty_corpus_short_documents_and_a_file_in_the_way_are_clear_errors_and_leave_no_folder(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n  \n")
     with pytest.raises(BuildError, match=r"empty corpus: .*empty\.txt hold no text"):
@@ -146,11 +147,27 @@ def test_empty_corpus_short_documents_and_missing_directory_are_clear_errors(tmp
     short.write_text("a\n\nb\n")
     with pytest.raises(BuildError, match=r"no instances: all 2 documents .* too short"):
         _build(tmp_path, "s", 2, inputs=[str(short)])
-    with pytest.raises(BuildError, match=r"--output_file: directory .*nowhere of .*nowhere/x does not exist"):
-        build([str(short)], [str(tmp_path / "nowhere" / "x")], SETTINGS)
+    with pytest.raises(BuildError, match=r"no instances"):  # its folders are made, then removed again
+        build([str(short)], [str(tmp_path / "nowhere" / "deeper" / "x")], SETTINGS)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FolderError, match=r"--output_file: .*file, the folder of .*file/x, is a file"):
+        build([str(short)], [str(tmp_path / "file" / "x")], SETTINGS)
+    elsewhere = f"{tmp_path}/file/m/x.json"
+    with pytest.raises(FolderError, match=r"--manifest_file: cannot make the folder .*file/m for"):
+        build([str(short)], [str(tmp_path / "new" / "x")], SETTINGS, manifest_file=elsewhere)
     with pytest.raises(BuildError, match="--dupe_factor must be at least 1, got 0"):
         BuildSettings(spm_model_file=str(SAMPLE_SPM), dupe_factor=0)
-    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "short.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "file", "short.txt"]
+
+
+def test_missing_folders_of_the_shards_and_the_manifest_are_made(tmp_path):
+    text = _small_corpus(tmp_path)
+    outputs = output_paths(f"{tmp_path}/records/train@2")
+    manifest = tmp_path / "manifests" / "of" / "train.json"
+    build([str(text)], outputs, SETTINGS, manifest_file=str(manifest))
+    assert sorted(os.listdir(tmp_path / "records")) == ["train-00000-of-00002", "train-00001-of-00002"]
+    shards = [os.path.normpath(path) for path in Manifest.load(str(manifest)).shard_paths()]
+    assert shards == outputs and all(os.path.getsize(path) for path in shards)
 
 
 def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
@@ -210,26 +227,26 @@ def test_peak_memory_barely_grows_with_a_ten_times_larger_corpus(tmp_path):
 
 
 @pytest.mark.slow
-def test_command_line_train_tokenizer_then_create_pretraining_data_local_and_beam(tmp_path):
+def test_command_line_train_tokenizer_then_create_pretraining_data_local_and_beam_into_new_folders(tmp_path):
     def run(*args):
         return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True)
 
     tokenizer = run(
         "albert_tf.train_tokenizer",
         f"--input={SAMPLE_CORPUS}",
-        f"--model_prefix={tmp_path}/spm",
+        f"--model_prefix={tmp_path}/spm/albert",  # spm/ is made
         "--vocab_size=2000",
         "--num_threads=2",
     )
     assert tokenizer.returncode == 0, tokenizer.stderr
-    assert (tmp_path / "spm.model").exists() and (tmp_path / "spm.vocab").read_text().startswith("<pad>\t")
+    spm = tmp_path / "spm"
+    assert (spm / "albert.model").exists() and (spm / "albert.vocab").read_text().startswith("<pad>\t")
     for runner in ("local", "beam"):
-        (tmp_path / runner).mkdir()
         created = run(
             "albert_tf.create_pretraining_data",
             f"--input_file={SAMPLE_CORPUS}",
-            f"--output_file={tmp_path}/{runner}/r.tfrecord@2",
-            f"--spm_model_file={tmp_path}/spm.model",
+            f"--output_file={tmp_path}/{runner}/r.tfrecord@2",  # local/ and beam/ are made
+            f"--spm_model_file={spm}/albert.model",
             "--max_seq_length=64",
             "--max_predictions_per_seq=10",
             "--dupe_factor=1",
@@ -247,7 +264,7 @@ def test_command_line_train_tokenizer_then_create_pretraining_data_local_and_bea
         "albert_tf.create_pretraining_data",
         f"--input_file={tmp_path}/nothing/*.txt",
         f"--output_file={tmp_path}/c.tfrecord",
-        f"--spm_model_file={tmp_path}/spm.model",
+        f"--spm_model_file={spm}/albert.model",
     )
     assert missing.returncode != 0
     assert (

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from albert_tf import file_io
 from albert_tf.data import corpus, spm_training
 from albert_tf.data.tokenizer import AlbertTokenizer, load_sentencepiece
 from tests.helpers import SAMPLE_CORPUS
@@ -50,3 +51,14 @@ def test_too_large_vocabulary_names_the_largest_the_corpus_supports(tmp_path):
     # The size it names is the largest that trains.
     spm_training.train([str(text)], str(tmp_path / "spm"), vocab_size=largest)
     assert load_sentencepiece(str(tmp_path / "spm.model")).get_piece_size() == largest
+
+
+def test_missing_folders_of_the_prefix_are_made_and_removed_again_when_training_fails(tmp_path):
+    text = _corpus(tmp_path / "text.txt")
+    spm_training.train([text], str(tmp_path / "spm" / "new" / "albert"), vocab_size=60)
+    assert sorted(p.name for p in (tmp_path / "spm" / "new").iterdir()) == ["albert.model", "albert.vocab"]
+    with pytest.raises(spm_training.TrainingError, match="--vocab_size=8000 is too large"):
+        spm_training.train([text], str(tmp_path / "other" / "albert"), vocab_size=8000)
+    with pytest.raises(file_io.FolderError, match=r"--model_prefix: .*text\.txt, the folder of .* is a file"):
+        spm_training.train([text], f"{text}/albert", vocab_size=60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spm", "text.txt"]  # other/ is gone again

@@ -36,3 +36,14 @@ def test_a_folder_without_a_model_is_named(tmp_path):
         FileNotFoundError, match=f"{tmp_path} is not a model directory: it has no albert_config.json"
     ):
         model_dir.load_encoder(str(tmp_path))
+
+
+def test_the_step_is_kept_replaced_and_a_bad_step_file_is_named(tmp_path):
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
+    model_dir.save_model_dir(pretrainer, tmp_path, step=300)
+    assert model_dir.global_step(tmp_path) == 300
+    model_dir.save_model_dir(pretrainer, tmp_path)  # weights of no known step: the old step must not stay
+    assert model_dir.global_step(tmp_path) is None and not (tmp_path / model_dir.STEP_FILE).exists()
+    (tmp_path / model_dir.STEP_FILE).write_text('{"global_step": "300"}')
+    with pytest.raises(ValueError, match=r"global_step\.json: expected \{\"global_step\": N\}"):
+        model_dir.global_step(tmp_path)

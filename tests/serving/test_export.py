@@ -172,10 +172,10 @@ def test_signatures_and_method_names(exports):
         "no_answer_probability",
     }  # fmt: skip
     assert set(signatures["multiple_choice"]["serving_default"].inputs) == {"text", "choices"}
+    # saved_model_cli through this interpreter: its script need not be on PATH (an unactivated environment).
+    cli = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
     listing = subprocess.run(
-        ["saved_model_cli", "show", "--dir", exports[2]["classifier"], "--all"],
-        capture_output=True,
-        text=True,
+        [*cli, "show", "--dir", exports[2]["classifier"], "--all"], capture_output=True, text=True
     )
     assert listing.returncode == 0 and "signature_def['classify']" in listing.stdout
 

@@ -318,7 +318,9 @@ def event_steps(folder):
     return {tag: sorted(found) for tag, found in steps.items()}
 
 
-def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_checkpoint(data, tmp_path):
+def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_checkpoint_and_its_step(
+    data, tmp_path
+):
     results = pretraining.run(settings(data, tmp_path / "run", eval_every_steps=2))
     lines = (tmp_path / "run" / "eval_history.jsonl").read_text().splitlines()
     history = [json.loads(line) for line in lines]
@@ -330,16 +332,32 @@ def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_chec
     assert all(
         entry["masked_lm_baseline_accuracy"] == results["masked_lm_baseline_accuracy"] for entry in history
     )
-    # Evaluation alone: the run's latest checkpoint, a model directory, a training checkpoint.
+    # Evaluation alone, reporting the step of the weights it evaluates: the run's latest checkpoint, a model
+    # directory (global_step.json), a training checkpoint, and a Hugging Face directory (no step: null).
     again = pretraining.run(settings(data, tmp_path / "run", do_train=False))
-    assert again == pytest.approx(results)
+    assert again == pytest.approx(results) and results["global_step"] == 6
+    assert model_dir.global_step(tmp_path / "run") == 6
     from_dir = pretraining.run(
         settings(data, tmp_path / "eval", do_train=False, init_checkpoint=str(tmp_path / "run"))
     )
-    metrics = {name: value for name, value in results.items() if name != "global_step"}
-    assert from_dir == pytest.approx({**metrics, "global_step": 0})  # a model directory has no step
+    assert from_dir == pytest.approx(results)
     assert not (tmp_path / "eval" / model_dir.WEIGHTS_FILE).exists()  # evaluation writes no model
     assert json.loads((tmp_path / "eval" / "eval_results.json").read_text()) == pytest.approx(from_dir)
+    earlier = str(tmp_path / "run" / "checkpoints" / "ckpt-3")
+    from_checkpoint = pretraining.run(
+        settings(data, tmp_path / "ckpt", do_train=False, init_checkpoint=earlier)
+    )
+    metrics = {name: value for name, value in results.items() if name != "global_step"}
+    assert from_checkpoint.pop("global_step") == 3 and from_checkpoint != pytest.approx(
+        metrics
+    )  # other weights
+    convert.to_hf(str(tmp_path / "run"), str(tmp_path / "hf"))
+    from_hf = pretraining.run(
+        settings(data, tmp_path / "hf_eval", do_train=False, init_checkpoint=str(tmp_path / "hf"))
+    )
+    assert from_hf.pop("global_step") is None and from_hf == pytest.approx(metrics, rel=1e-5)
+    history = (tmp_path / "hf_eval" / "eval_history.jsonl").read_text().splitlines()
+    assert [json.loads(line)["global_step"] for line in history] == [None]
     with pytest.raises(
         ValueError, match="nothing to evaluate: no checkpoint in .*empty.* and no --init_checkpoint"
     ):

@@ -1,0 +1,257 @@
+"""README.md and BUILD.md, executed: their shell blocks run as written, in order, in a fresh copy of the
+repository, as a new user would copy them (README first, then BUILD.md, in the same folder); the Quick tour's
+Python prints what the README shows; BUILD.md lists what setup.py installs.
+
+A block is skipped only when the line before it says why: `<!-- not run: REASON -->` (it needs a GPU, network,
+a download, or it installs packages). Where a command would take long, or asks more of the bundled sample
+than it holds, the test appends flags to it, and the document says so in its text (checked here). So the
+guide cannot drift from the code.
+"""
+
+import ast
+import dataclasses
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+DOCUMENTS = ("README.md", "BUILD.md")
+FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w-]*)\s*$")
+NOT_RUN = re.compile(r"^\s*<!-- not run: (?P<reason>\S.*\S) -->\s*$")
+SHELL = {"bash", "sh", "shell", "console"}
+# Flags appended to a command (a logical line starting with `python -m` + the key) so that CI runs it in
+# seconds on the sample; each document must say so in its text, with these words.
+APPENDED = {
+    "README.md": {
+        "albert_tf.train_tokenizer": "--vocab_size=8000",
+        "albert_tf.run_pretraining --flagfile=configs/pretrain/base.flags": (
+            "--albert_config_file=configs/albert_tiny.json --train_batch_size=8 --num_train_steps=2 "
+            "--num_warmup_steps=1 --max_eval_steps=1"
+        ),
+        "albert_tf.run_classifier --task_name=text": "--train_step=2 --warmup_step=1",
+    },
+    "BUILD.md": {},
+}
+# The commands of the README's walk: run, not opted out (corpus → tokenizer → records → pretraining →
+# fine-tuning → export, and the conversion to Hugging Face).
+WALK = (
+    "albert_tf.train_tokenizer",
+    "albert_tf.create_pretraining_data",
+    "albert_tf.run_pretraining",
+    "albert_tf.convert_checkpoint --target=hf",
+    "albert_tf.run_classifier",
+    "albert_tf.export_saved_model",
+)
+# What the copy leaves out: version control, caches and build outputs anywhere, and at the top what the
+# documents' commands write there.
+NOT_COPIED = shutil.ignore_patterns(
+    ".git",
+    "__pycache__",
+    "*.egg-info",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".benchmarks",
+    ".device",
+    ".whl",
+    ".venv",
+)
+OUTPUTS = {"build", "dist", "runs", "corpus", "heldout", "spm", "records", "models", "hf", "albert.keras"}
+
+
+def _not_copied(folder, names):
+    top = OUTPUTS & set(names) if os.path.samefile(folder, REPO) else set()
+    return NOT_COPIED(folder, names) | top
+
+
+@dataclasses.dataclass
+class Block:
+    """A fenced code block: its document, opening line (1-based), language, text, and opt-out reason."""
+
+    document: str
+    line: int
+    language: str
+    text: str
+    not_run: str | None
+
+    def __str__(self):
+        return f"{self.document}:{self.line}"
+
+
+def blocks(document):
+    """The fenced blocks of a document, in order (indented ones, in list items, dedented)."""
+    lines = (REPO / document).read_text(encoding="utf-8").splitlines()
+    found, index = [], 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent = opening["indent"]
+        marker = NOT_RUN.match(lines[index - 1]) if index else None  # the line right before the fence
+        end = index + 1
+        while end < len(lines) and lines[end].rstrip() != f"{indent}```":
+            end += 1
+        assert end < len(lines), f"{document}:{index + 1}: the block never closes"
+        text = "\n".join(line[len(indent) :] for line in lines[index + 1 : end]) + "\n"
+        found.append(Block(document, index + 1, opening["language"], text, marker and marker["reason"]))
+        index = end + 1
+    return found
+
+
+def commands(text):
+    """The logical lines of a shell block: continuation lines (ending in a backslash) joined."""
+    logical, current = [], []
+    for line in text.splitlines():
+        current.append(line)
+        if not line.endswith("\\"):
+            logical.append("\n".join(current))
+            current = []
+    return logical + (["\n".join(current)] if current else [])
+
+
+def _normalized(text):
+    return " ".join(text.replace("\\\n", " ").split())
+
+
+def with_appended_flags(block, used):
+    """The block's text with APPENDED's flags after each command they are for; adds the keys used to used."""
+    lines = []
+    for command in commands(block.text):
+        for key, flags in APPENDED[block.document].items():
+            if _normalized(command).startswith(f"python -m {key}"):
+                command += f" {flags}"
+                used.add(key)
+        lines.append(command)
+    return "\n".join(lines) + "\n"
+
+
+def shell_blocks(document):
+    return [block for block in blocks(document) if block.language in SHELL]
+
+
+@pytest.fixture(scope="module")
+def fresh_copy(tmp_path_factory):
+    """(a copy of the repository without outputs, an environment whose `python` is this interpreter)."""
+    root = tmp_path_factory.mktemp("readme")
+    work = root / "albert_tf"
+    shutil.copytree(REPO, work, ignore=_not_copied)
+    tools = root / "bin"
+    tools.mkdir()
+    python = tools / "python"  # the documents say `python`: this environment's, as when it is activated
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    environment = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
+    environment.pop("PYTHONPATH", None)
+    return work, environment
+
+
+def test_every_block_not_run_says_why_and_the_walk_is_run():
+    for document in DOCUMENTS:
+        lines = (REPO / document).read_text(encoding="utf-8").splitlines()
+        markers = [n for n, line in enumerate(lines, 1) if re.match(r"\s*<!--.*not run", line)]
+        opted_out = {block.line - 1 for block in blocks(document) if block.not_run}
+        # A marker that does not parse, or stands anywhere but right before a block, would silently run it.
+        assert all(NOT_RUN.match(lines[n - 1]) and n in opted_out for n in markers), (document, markers)
+    run = " ".join(_normalized(block.text) for block in shell_blocks("README.md") if not block.not_run)
+    for command in WALK:
+        assert f"python -m {command}" in run, command
+    for document, appended in APPENDED.items():
+        text = _normalized((REPO / document).read_text(encoding="utf-8"))
+        for flags in appended.values():
+            assert flags in text, f"{document} does not say that CI appends {flags}"
+
+
+@pytest.mark.slow
+def test_shell_blocks_of_the_readme_then_build_md_run_as_written_in_a_fresh_copy(fresh_copy):
+    work, environment = fresh_copy
+    used, ran = set(), []
+    for document in DOCUMENTS:
+        for block in shell_blocks(document):
+            if block.not_run:
+                continue
+            script = with_appended_flags(block, used)
+            result = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, env=environment,
+                capture_output=True, text=True, timeout=900,
+            )  # fmt: skip
+            assert result.returncode == 0, (
+                f"{block}:\n{script}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+            )
+            ran.append(str(block))
+    every_key = {key for appended in APPENDED.values() for key in appended}
+    assert used == every_key, used  # every command that CI shortens was found
+    # The walk's outputs, each where the next command read it.
+    for path in ("spm/albert.model", "records/train.manifest.json", "records/eval.manifest.json",
+                 "runs/albert_base/pretrainer.weights.h5", "runs/albert_base/eval_results.json",
+                 "hf/albert_base/model.safetensors", "runs/doc_topics/task_model.keras",
+                 "models/doc_topics/1/saved_model.pb"):  # fmt: skip
+        assert (work / path).is_file(), (path, ran)
+
+
+# Runs a Python block statement by statement; an expression followed by a `# value` comment line must have
+# that repr. Prints the failures, one per line.
+CHECK_PYTHON = """
+import ast, sys
+source = sys.stdin.read()
+lines = source.splitlines()
+namespace = {}
+for statement in ast.parse(source).body:
+    code = ast.get_source_segment(source, statement)
+    following = lines[statement.end_lineno].strip() if statement.end_lineno < len(lines) else ""
+    if isinstance(statement, ast.Expr) and following.startswith("# "):
+        value = repr(eval(code, namespace))
+        if value != following[2:]:
+            print(f"line {statement.lineno}: {code} gives {value}, the README shows {following[2:]}")
+    else:
+        exec(compile(ast.Module([statement], []), "<readme>", "exec"), namespace)
+"""
+
+
+@pytest.mark.slow
+def test_python_blocks_print_what_the_readme_shows(fresh_copy):
+    work, environment = fresh_copy
+    python_blocks = [block for block in blocks("README.md") if block.language == "python"]
+    assert python_blocks and not any(block.not_run for block in python_blocks)
+    for block in python_blocks:
+        assert any(line.startswith("# (") for line in block.text.splitlines())  # it shows a value
+        result = subprocess.run(
+            [sys.executable, "-c", CHECK_PYTHON], input=block.text, cwd=work, env=environment,
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert result.returncode == 0 and not result.stdout, (
+            f"{block}:\n{result.stdout}{result.stderr[-3000:]}"
+        )
+
+
+def _requirement_names(requirements):
+    return {re.split(r"[<>=!~\[ ]", requirement)[0] for requirement in requirements}
+
+
+def _setup_requirements():
+    """setup.py's install_requires and extras_require, read without running it."""
+    call = next(
+        node for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup"
+    )  # fmt: skip
+    keywords = {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords
+                if keyword.arg in ("install_requires", "extras_require")}  # fmt: skip
+    return keywords["install_requires"], keywords["extras_require"]
+
+
+def test_build_md_lists_what_each_install_command_installs():
+    install_requires, extras = _setup_requirements()
+    listed = {}
+    for block in shell_blocks("BUILD.md"):
+        for line in block.text.splitlines():
+            command, _, comment = line.partition("#")
+            if command.strip() in ("pip install -e .", 'pip install -e ".[test]"'):
+                # "tensorflow 2.21, tensorflow-text 2.21, ..." or "+ pytest, pytest-xdist, ...": the names.
+                listed[command.strip()] = {item.split()[0] for item in comment.lstrip(" +").split(", ")}
+    assert listed["pip install -e ."] == _requirement_names(install_requires)
+    assert listed['pip install -e ".[test]"'] == _requirement_names(extras["test"])
