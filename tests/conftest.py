@@ -21,10 +21,7 @@ def _deterministic_float32():
 
 @pytest.fixture(scope="session")
 def quick_start(tmp_path_factory):
-    """The README's quick start, run once: (its CompletedProcess, the model directory it wrote).
-
-    The directory is `<work>/tiny`, where the notebook looks for it under ALBERT_TF_WORK=<work>.
-    """
+    """The README's quick start, run once: (its CompletedProcess, the model directory it wrote)."""
     output = tmp_path_factory.mktemp("work") / "tiny"
     result = subprocess.run(
         [sys.executable, "-m", "albert_tf.run_pretraining", "--flagfile=configs/pretrain/tiny.flags",

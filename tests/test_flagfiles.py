@@ -93,16 +93,21 @@ def test_squad_flagfiles_parse_with_the_paper_settings(name, expected):
 
 def test_tiny_flagfile_points_at_bundled_files():
     lines = (ROOT / "configs" / "pretrain" / "tiny.flags").read_text().splitlines()
-    values = dict(line.removeprefix("--").split("=", 1) for line in lines if line.startswith("--"))
+    values = dict(line.removeprefix("--").partition("=")[::2] for line in lines if line.startswith("--"))
     for key in ("albert_config_file", "input_file", "eval_input_file", "spm_model_file"):
         assert (ROOT / values[key]).exists(), key
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("quick_start")  # one process trains the quick start once for both
-def test_quick_start_runs_and_the_loss_falls(quick_start):
+def test_quick_start_learns_more_than_token_frequencies(quick_start):
     result, output = quick_start
     assert result.returncode == 0, result.stderr[-3000:]
     losses = [float(x) for x in re.findall(r"\| loss ([0-9.]+) \|", result.stderr)]
-    assert len(losses) == 12 and losses[-1] < losses[0] - 2.0, losses
+    assert len(losses) == 15 and losses[-1] < losses[0], losses
     assert (output / "eval_results.json").exists() and (output / "spm.model").exists()
+    # A model that learned only token frequencies (or a random one) is at best as accurate as always
+    # predicting the most frequent target; more needs the context. Measured (2-core AMD EPYC, 2026-11-24):
+    # 0.136 = 2.53x the baseline's 0.054 on the ~1,850 held-out masked positions (standard error 0.008); the
+    # quick start's recipe before it ended at 0.049, the baseline itself.
+    results = json.loads((output / "eval_results.json").read_text())
+    assert results["masked_lm_accuracy"] >= 2.0 * results["masked_lm_baseline_accuracy"], results
