@@ -43,8 +43,9 @@ setup(
             "nbformat>=5.11,<5.12",
             "ipykernel>=7.4,<7.5",
         ],
-        # keras-hub is the peer the benchmarks measure against; never a dependency of the library.
-        "bench": ["keras-hub"],
+        # keras-hub is the peer the benchmarks measure against; never a dependency of the library. matplotlib
+        # draws the pretraining study's plots.
+        "bench": ["keras-hub", "matplotlib"],
         # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21
         # (protobuf resolves to 6.33).
         "beam": ["apache-beam==2.77.*"],
