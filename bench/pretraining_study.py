@@ -481,6 +481,10 @@ def main():
     parser.add_argument("--quick", action="store_true", help="A small corpus and few steps: minutes.")
     args = parser.parse_args()
     recipe = QUICK if args.quick else FULL
+    try:  # the plots come last: say so now rather than after an hour
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit('study: the plots need matplotlib: pip install -e ".[bench]"') from None
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)
     started = time.perf_counter()
