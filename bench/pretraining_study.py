@@ -260,8 +260,7 @@ def curves(work, records, recipe):
             run_ = pretraining.build(
                 settings
             )  # the evaluator is traced once; each checkpoint is restored into it
-            history = [{**run_.controller.evaluator.evaluate(), "global_step": 0}]
-            history[0].update(_random_init_evaluation(run_, settings))
+            history = [{**_random_init_evaluation(run_, settings), "global_step": 0}]
             for prefix in prefixes:
                 tf.train.Checkpoint(model=run_.model).restore(prefix).expect_partial()
                 step = int(prefix.rsplit("-", 1)[1])
