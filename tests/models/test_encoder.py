@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from albert_tf.models import AlbertEncoder, AlbertPretrainer, parameter_counts
+from albert_tf.models import (
+    AlbertClassifier,
+    AlbertEncoder,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertSpanLabeler,
+    parameter_counts,
+)
 from tests.helpers import encoder_inputs, random_features, tiny_config
 
 V, E, H, FFN, P, T = 97, 5, 14, 19, 16, 2
@@ -111,3 +118,27 @@ def test_accepts_a_config_dict():
 def test_e_equal_h_has_no_projection():
     encoder = AlbertEncoder(tiny_config(embedding_size=14))
     assert encoder.embeddings.projection is None
+
+
+def test_every_weight_starts_from_its_own_random_draw():
+    # An unseeded Keras initializer called for two weights draws the same values: a shared one started the
+    # token-type table and the projection as copies of the word table, and the FFN's output kernel as its
+    # input kernel reshaped; with the study's seed, pretraining then learned nothing but token frequencies.
+    encoder = AlbertEncoder(tiny_config(sharing="none"))
+    models = [
+        AlbertPretrainer(encoder),
+        AlbertClassifier(encoder, num_classes=3),
+        AlbertSpanLabeler(encoder, answerability=True),
+        AlbertMultipleChoice(encoder, num_choices=3),
+    ]
+    drawn = {}
+    for model in models:
+        for weight in model.weights:
+            values = np.asarray(weight).ravel()
+            if values.std() > 0:  # not a constant (zeros, ones) initializer
+                drawn[weight.path] = tuple(values[:6])
+    assert len(drawn) > 20
+    first_of = {}
+    for path, prefix in drawn.items():
+        assert prefix not in first_of, f"{path} starts with the values of {first_of[prefix]}"
+        first_of[prefix] = path
