@@ -37,7 +37,9 @@ OBJECTIVES = ("sop", "nsp")
 INITS = ("sop", "nsp", "random")
 SEEDS = (1, 2, 3)
 
-# One tiny recipe for both objectives, decided before any result was seen (never tuned on a dev split).
+# One tiny recipe for both objectives, never tuned on a downstream dev split. The learning rate was 1e-3 for
+# the run bench/README.md reports; with the initialization fixed since, 1e-3 collapses the tiny model to the
+# most frequent token (held-out pretraining records of the quick start and of this study), hence 5e-4.
 FULL = dict(
     corpus_mb=None,  # all of it
     vocab_size=8000,
@@ -47,7 +49,7 @@ FULL = dict(
     num_train_steps=4000,
     num_warmup_steps=400,
     eval_every_steps=500,
-    learning_rate=0.001,
+    learning_rate=0.0005,
     optimizer="adamw",
     max_eval_steps=50,
     finetune_steps=300,
@@ -288,7 +290,8 @@ def _random_init_evaluation(run_, settings):
 
 def _summary(result):
     return (
-        f"mlm {result['masked_lm_accuracy']:.3f} (baseline {result['masked_lm_baseline_accuracy']:.3f}), "
+        f"mlm {result['masked_lm_accuracy']:.3f} (baseline {result['masked_lm_baseline_accuracy']:.3f}, "
+        f"without context {result['masked_lm_context_free_accuracy']:.3f}), "
         f"order {result['sentence_order_accuracy']:.3f}"
     )
 
@@ -423,6 +426,8 @@ def plot(work, curve_results, scores):
             )
     baseline = curve_results["sop"]["sop"][-1]["masked_lm_baseline_accuracy"]
     mlm.axhline(baseline, color="grey", linewidth=0.8, label="most frequent token")
+    context_free = curve_results["sop"]["sop"][-1]["masked_lm_context_free_accuracy"]
+    mlm.axhline(context_free, color="grey", linestyle=":", linewidth=0.8, label="without context")
     order.axhline(0.5, color="grey", linewidth=0.8, label="chance")
     mlm.set(title="Held-out masked-LM accuracy", xlabel="step")
     order.set(title="Held-out sentence-pair accuracy", xlabel="step")
@@ -447,14 +452,15 @@ def plot(work, curve_results, scores):
 
 def table(curve_results, scores):
     lines = [
-        "| model | held-out MLM acc | baseline | ratio | tested on SOP | tested on NSP |",
-        "|---|---|---|---|---|---|",
+        "| model | held-out MLM acc | baseline | ratio | without context | tested on SOP | tested on NSP |",
+        "|---|---|---|---|---|---|---|",
     ]
     for model in OBJECTIVES:
         own = curve_results[model][model][-1]
         mlm, base = own["masked_lm_accuracy"], own["masked_lm_baseline_accuracy"]
         sop, nsp = (curve_results[model][kind][-1]["sentence_order_accuracy"] for kind in OBJECTIVES)
-        cells = (f"{mlm:.3f}", f"{base:.3f}", f"{mlm / base:.2f}x", f"{sop:.3f}", f"{nsp:.3f}")
+        free = own["masked_lm_context_free_accuracy"]
+        cells = (f"{mlm:.3f}", f"{base:.3f}", f"{mlm / base:.2f}x", f"{free:.3f}", f"{sop:.3f}", f"{nsp:.3f}")
         lines.append(f"| {model.upper()}-trained | " + " | ".join(cells) + " |")
     lines += [
         "",

@@ -79,7 +79,8 @@ class Controller:
                 self.log.line(
                     f"step {step}/{s.num_train_steps} | loss {last['loss']:.4f} | "
                     f"mlm_acc {last['masked_lm_accuracy']:.4f} "
-                    f"(most frequent token {last['masked_lm_baseline_accuracy']:.4f}) | "
+                    f"(most frequent token {last['masked_lm_baseline_accuracy']:.4f}, "
+                    f"without context {last['masked_lm_context_free_accuracy']:.4f}) | "
                     f"sop_acc {last['sentence_order_accuracy']:.4f} | "
                     f"lr {learning_rate:.3e} | {rate:.1f} examples/s | ETA {duration(eta)}{overflow}"
                 )

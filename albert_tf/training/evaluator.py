@@ -36,8 +36,8 @@ class PretrainingEvaluator:
         self._step = step
 
     def evaluate(self):
-        """{masked_lm_loss, masked_lm_accuracy, masked_lm_baseline_accuracy, sentence_order_loss,
-        sentence_order_accuracy}."""
+        """{masked_lm_loss, masked_lm_accuracy, masked_lm_baseline_accuracy, masked_lm_context_free_accuracy,
+        sentence_order_loss, sentence_order_accuracy} (losses.metrics)."""
         totals, counts = np.zeros(len(losses.SUM_NAMES)), 0.0
         for index, batch in enumerate(self.strategy.distribute_datasets_from_function(self.dataset_fn)):
             if index >= self.max_steps:

@@ -7,17 +7,22 @@ sum of each replica's (and each micro-batch's) contribution, whatever the replic
 
 from keras import ops
 
-# Order of the entries of a sums vector.
-SUM_NAMES = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "sop_loss_sum", "sop_correct", "examples")
+from albert_tf.data.tokenizer import MASK, SPECIAL_IDS
+
+# Order of the entries of a sums vector. mlm_kept: the weight of masked positions whose input still shows
+# the target (the builder's 10% "kept" positions), which a model can get right by copying its input.
+SUM_NAMES = (
+    "mlm_loss_sum", "mlm_weight", "mlm_correct", "sop_loss_sum", "sop_correct", "examples", "mlm_kept"
+)  # fmt: skip
 MLM_EPSILON = 1e-5
 
 
 def pretraining_sums(batch, outputs):
-    """float32 [6] sums (SUM_NAMES) over a batch.
+    """float32 [7] sums (SUM_NAMES) over a batch.
 
     Args:
-        batch: dict with masked_lm_ids int [B, P], masked_lm_weights float [B, P] and
-            sentence_order_label int [B].
+        batch: dict with input_word_ids int [B, T], masked_lm_positions, masked_lm_ids int [B, P],
+            masked_lm_weights float [B, P] and sentence_order_label int [B].
         outputs: the pretrainer's dict: mlm_logits [B, P, V], sop_logits [B, 2].
     """
     weights = ops.cast(batch["masked_lm_weights"], "float32")
@@ -37,8 +42,15 @@ def pretraining_sums(batch, outputs):
             ops.sum(sop_ce),
             ops.sum(sop_hit),
             ops.cast(ops.shape(sop_labels)[0], "float32"),
+            ops.sum(weights * ops.cast(ops.equal(_inputs_at_targets(batch), mlm_labels), "float32")),
         ]
     )
+
+
+def _inputs_at_targets(batch):
+    """int [B, P]: the input id at each masked position ([MASK], a random id, or the target kept)."""
+    positions = ops.cast(batch["masked_lm_positions"], "int32")
+    return ops.take_along_axis(ops.cast(batch["input_word_ids"], "int32"), positions, axis=1)
 
 
 def pretraining_loss(sums, mlm_weight_total, global_batch_size):
@@ -47,20 +59,36 @@ def pretraining_loss(sums, mlm_weight_total, global_batch_size):
 
 
 def target_counts(batch, vocab_size):
-    """float32 [vocab_size]: the masked-LM weight of each target id in a batch (a histogram of the targets).
+    """float32 [2, vocab_size]: the masked-LM weight of each target id in a batch (histograms of targets),
+    row 0 over every masked position, row 1 over the positions whose input is [MASK].
 
-    Its largest entry over its sum is the accuracy of always predicting the most frequent target token: the
-    baseline a model that learned only token frequencies reaches.
+    Row 0's largest entry over its sum is the accuracy of always predicting the most frequent target token.
+    Row 1 gives what a model that ignores the context reaches (see `metrics`).
     """
     ids = ops.reshape(ops.cast(batch["masked_lm_ids"], "int32"), [-1])
     weights = ops.reshape(ops.cast(batch["masked_lm_weights"], "float32"), [-1])
-    return ops.segment_sum(weights, ids, num_segments=vocab_size)
+    at_mask = ops.cast(ops.equal(ops.reshape(_inputs_at_targets(batch), [-1]), SPECIAL_IDS[MASK]), "float32")
+    return ops.stack(
+        [
+            ops.segment_sum(weights, ids, num_segments=vocab_size),
+            ops.segment_sum(weights * at_mask, ids, num_segments=vocab_size),
+        ]
+    )
 
 
 def metrics(sums, counts=None):
     """The reported metrics from sums (numbers, e.g. totals over steps or an evaluation), and from the target
-    counts (target_counts summed alike) `masked_lm_baseline_accuracy`: the most frequent target's share."""
-    mlm_loss_sum, mlm_weight, mlm_correct, sop_loss_sum, sop_correct, examples = (float(x) for x in sums)
+    counts (target_counts summed alike) two baselines of masked LM:
+
+    masked_lm_baseline_accuracy: always predicting the most frequent target token.
+    masked_lm_context_free_accuracy: the best a model reaches without looking at the context: at a position
+        whose input is [MASK], the most frequent target of such positions; elsewhere, its own input token
+        (right at the kept positions, wrong at the randomly replaced ones). A model at this figure has
+        learned token frequencies and to copy its input, nothing of the context.
+    """
+    mlm_loss_sum, mlm_weight, mlm_correct, sop_loss_sum, sop_correct, examples, mlm_kept = (
+        float(x) for x in sums
+    )
     masked_lm_loss = mlm_loss_sum / (mlm_weight + MLM_EPSILON)
     sentence_order_loss = sop_loss_sum / max(examples, 1.0)
     results = {
@@ -71,5 +99,9 @@ def metrics(sums, counts=None):
         "sentence_order_accuracy": sop_correct / max(examples, 1.0),
     }
     if counts is not None:
-        results["masked_lm_baseline_accuracy"] = float(max(counts)) / max(float(sum(counts)), MLM_EPSILON)
+        every, at_mask = counts
+        results["masked_lm_baseline_accuracy"] = float(max(every)) / max(float(sum(every)), MLM_EPSILON)
+        results["masked_lm_context_free_accuracy"] = (mlm_kept + float(max(at_mask))) / max(
+            mlm_weight, MLM_EPSILON
+        )
     return results

@@ -101,7 +101,7 @@ class PretrainingTrainer:
         def loop(iterator, steps):
             """Runs `steps` global batches; returns the sums and target counts of the applied steps and the
             skipped count."""
-            totals, counts = tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([vocab_size])
+            totals, counts = tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([2, vocab_size])
             skipped = tf.constant(0.0)
             for _ in tf.range(steps):
                 sums, batch_counts, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))

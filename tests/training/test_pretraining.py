@@ -29,9 +29,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SEQ, PREDICTIONS, VOCAB = 16, 3, 97
 
 
-def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS, ids_below=VOCAB, with_masks=True):
-    """`count` records of random ids in [5, ids_below); without masks, only what online masking needs."""
-    rng = np.random.default_rng(seed)
+def write_records(
+    path, count, seed, seq=SEQ, predictions=PREDICTIONS, ids_below=VOCAB, with_masks=True, masked=False
+):
+    """`count` records of random ids in [5, ids_below); without masks, only what online masking needs.
+    With `masked`, input_ids show [MASK] (4) at about 80% of the masked positions, a random id at 10%."""
+    rng, masking = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
     with tf.io.TFRecordWriter(path) as writer:
         for _ in range(count):
             length = int(rng.integers(8, seq + 1))
@@ -49,6 +52,12 @@ def write_records(path, count, seed, seq=SEQ, predictions=PREDICTIONS, ids_below
                 "masked_lm_ids": ids[positions],
                 "next_sentence_labels": [int(rng.integers(0, 2))],
             }
+            if masked:
+                shown = ids.copy()
+                draw = masking.random(predictions)
+                random_ids = masking.integers(5, ids_below, predictions)
+                shown[positions] = np.where(draw < 0.8, 4, np.where(draw < 0.9, random_ids, ids[positions]))
+                int64["input_ids"] = shown
             if not with_masks:
                 del int64["masked_lm_positions"], int64["masked_lm_ids"]
             feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in int64.items()}
@@ -64,7 +73,7 @@ def data(tmp_path_factory):
     train = [str(directory / f"train-{i}.tfrecord") for i in range(2)]
     for index, path in enumerate(train):
         write_records(path, 48, seed=index)
-    write_records(str(directory / "eval.tfrecord"), 20, seed=9)
+    write_records(str(directory / "eval.tfrecord"), 20, seed=9, masked=True)
     # Dropout on, so that resuming must restore the random draws too; comparisons of batch splits (replicas,
     # micro-batches, XLA) use the config without dropout, as dropout masks depend on how a batch is split.
     config, exact = str(directory / "albert_config.json"), str(directory / "no_dropout.json")
@@ -150,19 +159,28 @@ def run_module(args, env=None, check=True):
 def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
     results = pretraining.run(settings(data, tmp_path))
     names = ("masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss", "sentence_order_accuracy")
-    assert set(results) == {*names, "masked_lm_baseline_accuracy", "global_step"}
+    baselines = ("masked_lm_baseline_accuracy", "masked_lm_context_free_accuracy")
+    assert set(results) == {*names, *baselines, "global_step"}
     assert results["global_step"] == 6
     assert json.loads((tmp_path / "eval_results.json").read_text()) == pytest.approx(results)
     # The baseline: the most frequent target's share of the held-out masked positions, read here from the
     # records themselves (all 20 are evaluated, every weight is 1).
-    targets = [
-        id_
-        for record in tf.data.TFRecordDataset(data["eval"]).as_numpy_iterator()
-        for id_ in tf.train.Example.FromString(record).features.feature["masked_lm_ids"].int64_list.value
-    ]
+    targets, shown = [], []  # each masked position's target and the input id the record shows there
+    for record in tf.data.TFRecordDataset(data["eval"]).as_numpy_iterator():
+        feature = tf.train.Example.FromString(record).features.feature
+        inputs = feature["input_ids"].int64_list.value
+        targets += feature["masked_lm_ids"].int64_list.value
+        shown += [inputs[position] for position in feature["masked_lm_positions"].int64_list.value]
     assert len(targets) == 20 * PREDICTIONS
     assert results["masked_lm_baseline_accuracy"] == pytest.approx(
         max(targets.count(id_) for id_ in targets) / len(targets)
+    )
+    # Without context: copy the shown id where it is not [MASK] (4), else the most frequent such target.
+    at_mask = [target for target, id_ in zip(targets, shown, strict=True) if id_ == 4]
+    kept = sum(target == id_ for target, id_ in zip(targets, shown, strict=True))
+    assert 0 < kept < len(targets) - len(at_mask)  # some kept, some randomly replaced
+    assert results["masked_lm_context_free_accuracy"] == pytest.approx(
+        (kept + max(at_mask.count(id_) for id_ in at_mask)) / len(targets)
     )
     assert sorted(p.name for p in (tmp_path / "checkpoints").glob("*.index")) == [
         "ckpt-3.index",
@@ -386,7 +404,9 @@ def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
     result = run_module(flags_of(settings(data, tmp_path)))
     assert "run_pretraining: step 6/6 | loss " in result.stderr and "examples/s | ETA" in result.stderr
     assert re.search(
-        r"step 6/6 \| .* mlm_acc 0\.\d{4} \(most frequent token 0\.\d{4}\) \| sop_acc", result.stderr
+        r"step 6/6 \| .* mlm_acc 0\.\d{4} \(most frequent token 0\.\d{4}, without context \d\.\d{4}\) \| "
+        r"sop_acc",
+        result.stderr,
     )
     assert re.search(r"eval at step 6: .*masked_lm_baseline_accuracy 0\.\d{4}", result.stderr)
     assert (tmp_path / "eval_results.json").exists()
