@@ -63,22 +63,20 @@ class AlbertEmbedding(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
 
-        # A new initializer per weight: an unseeded Keras initializer called twice draws the same values, so
-        # a shared one would start the token-type table and the projection as copies of the word table.
-        def initializer():
-            return keras.initializers.TruncatedNormal(stddev=initializer_range)
-
+        # A new initializer object per weight, as everywhere in the model: an unseeded Keras initializer
+        # called twice draws the same values (a shared one started the token-type table and the projection
+        # as copies of the word table).
         self.word_embeddings = keras.layers.Embedding(
             vocab_size,
             embedding_size,
-            embeddings_initializer=initializer(),
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
             name="word_embeddings",
         )
         self.token_type_embeddings = keras.layers.Embedding(
             type_vocab_size,
             embedding_size,
-            embeddings_initializer=initializer(),
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
             name="token_type_embeddings",
         )
@@ -89,7 +87,7 @@ class AlbertEmbedding(keras.layers.Layer):
         self.projection = (
             keras.layers.Dense(
                 hidden_size,
-                kernel_initializer=initializer(),
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
                 dtype=self.dtype_policy,
                 name="embedding_hidden_mapping_in",
             )

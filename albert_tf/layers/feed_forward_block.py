@@ -42,19 +42,19 @@ class FeedForwardBlock(keras.layers.Layer):
         self.activation = get_activation(hidden_act)
 
     def build(self, x_shape):
-        # A new initializer per weight: an unseeded Keras initializer called twice draws the same values.
-        def initializer():
-            return keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-
+        # A new initializer object per weight: an unseeded Keras initializer called twice repeats its values.
         self.intermediate_dense = keras.layers.Dense(
             self.intermediate_size,
-            kernel_initializer=initializer(),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
             dtype=self.dtype_policy,
             name="intermediate_dense",
         )
         self.intermediate_dense.build(x_shape)
         self.output_dense = keras.layers.Dense(
-            x_shape[-1], kernel_initializer=initializer(), dtype=self.dtype_policy, name="output_dense"
+            x_shape[-1],
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype=self.dtype_policy,
+            name="output_dense",
         )
         self.output_dense.build((*x_shape[:-1], self.intermediate_size))
         self.output_dropout = keras.layers.Dropout(
