@@ -8,7 +8,7 @@ writes records/train-00000-of-00016 ... and records/train.manifest.json (making 
 sentence per line, a blank line between documents. The flags and defaults are the original
 google-research/albert builder's, plus runner, beam_pipeline_options, num_workers, manifest_file,
 sort_memory_mb, gzip and errors. The same inputs, flags and seed give the same bytes with either runner and
-any number of workers. See albert_tf/data/pretraining_units.py.
+any number of workers. See albert_tf/pretraining/data/units.py.
 """
 
 import os
@@ -57,9 +57,10 @@ flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
 def main(argv):
     del argv
-    from albert_tf.data import corpus, pretraining_manifest, pretraining_units
-    from albert_tf.data.file_systems import BeamFiles, LocalFiles
-    from albert_tf.data.pretraining_instances import InstanceOptions
+    from albert_tf.file_systems import BeamFiles, LocalFiles
+    from albert_tf.pretraining.data import manifest, units
+    from albert_tf.pretraining.data.instances import InstanceOptions
+    from albert_tf.text import corpus
 
     def progress(line):
         print(f"create_pretraining_data: {line}", file=sys.stderr, flush=True)
@@ -75,7 +76,7 @@ def main(argv):
             favor_shorter_ngram=FLAGS.favor_shorter_ngram,
             random_next_sentence=FLAGS.random_next_sentence,
         )
-        settings = pretraining_units.BuildSettings(
+        settings = units.BuildSettings(
             spm_model_file=FLAGS.spm_model_file,
             do_lower_case=FLAGS.do_lower_case,
             options=options,
@@ -95,12 +96,12 @@ def main(argv):
                 '(pip install -e ".[beam]"), locally or on a cluster'
             )
         inputs = corpus.expand_patterns(FLAGS.input_file, files=files)
-        outputs = pretraining_manifest.output_paths(FLAGS.output_file)
+        outputs = manifest.output_paths(FLAGS.output_file)
         common = dict(manifest_file=FLAGS.manifest_file, sort_memory_bytes=FLAGS.sort_memory_mb << 20)
         if FLAGS.runner == "beam":
-            from albert_tf.data import pretraining_beam
+            from albert_tf.pretraining.data import beam
 
-            summary = pretraining_beam.build(
+            summary = beam.build(
                 inputs,
                 outputs,
                 settings,
@@ -109,9 +110,9 @@ def main(argv):
                 **common,
             )
         else:
-            from albert_tf.data import pretraining_builder
+            from albert_tf.pretraining.data import builder
 
-            summary = pretraining_builder.build(
+            summary = builder.build(
                 inputs, outputs, settings, num_workers=FLAGS.num_workers, progress=progress, **common
             )
     except ValueError as error:  # CorpusError, BuildError, TokenizerError and bad flag values

@@ -54,7 +54,7 @@ flags.mark_flags_as_required(["model_dir", "export_dir"])
 def main(argv):
     del argv
     tf_startup.import_tensorflow_quietly()
-    from albert_tf.data.span_decoding import SpanSettings
+    from albert_tf.finetuning.span_decoding import SpanSettings
     from albert_tf.models import model_dir
     from albert_tf.serving.export import export_saved_model
     from albert_tf.serving.servable import ServingError

@@ -5,12 +5,13 @@
 
 Writes to --output_dir a model directory with the best evaluation's classifier (task_model.keras, ready for
 `python -m albert_tf.export_saved_model --task=classifier`), eval_results.json and, with --do_predict,
-test_results.tsv. See albert_tf/training/classifier_finetuning.py.
+test_results.tsv. See albert_tf/finetuning/classifier.py.
 """
 
 from absl import app, flags
 
-from albert_tf import finetuning_flags, tf_startup
+from albert_tf import tf_startup
+from albert_tf.finetuning import command_line
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -27,11 +28,11 @@ flags.mark_flag_as_required("task_name")
 def main(argv, run=None):
     del argv
     tf_startup.import_tensorflow_quietly()
-    from albert_tf.training import classifier_finetuning
+    from albert_tf.finetuning import classifier
 
-    return finetuning_flags.main(
-        classifier_finetuning.ClassifierSettings,
-        run or classifier_finetuning.run,
+    return command_line.main(
+        classifier.ClassifierSettings,
+        run or classifier.run,
         convert={"labels": lambda labels: tuple(labels) if labels else None},
     )
 

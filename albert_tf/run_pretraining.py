@@ -5,7 +5,7 @@
 The same flagfile runs on one CPU, the GPUs of a host (--strategy=mirrored), several hosts
 (--strategy=multi_worker_mirrored with TF_CONFIG set on each) or a TPU (--strategy=tpu --tpu=NAME). A run
 killed and started again with the same flags resumes from its last checkpoint in --output_dir. See
-albert_tf/training/pretraining.py for what the run writes.
+albert_tf/pretraining/run.py for what the run writes.
 """
 
 import dataclasses
@@ -14,7 +14,7 @@ import sys
 from absl import app, flags, logging
 
 from albert_tf import tf_startup
-from albert_tf.training.pretraining_settings import CHOICES, HELP, REQUIRED, PretrainingSettings
+from albert_tf.pretraining.settings import CHOICES, HELP, REQUIRED, PretrainingSettings
 
 FLAGS = flags.FLAGS
 _DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float}
@@ -31,13 +31,13 @@ def main(argv):
     del argv
     tf_startup.import_tensorflow_quietly()  # first: before anything imports TensorFlow
     logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines would drown the progress line.
-    from albert_tf.training import pretraining
+    from albert_tf.pretraining.run import TrainingError, run
 
     fields = [field.name for field in dataclasses.fields(PretrainingSettings)]
     settings = PretrainingSettings(**{name: FLAGS[name].value for name in fields})
     try:
-        pretraining.run(settings)
-    except (ValueError, FileNotFoundError, pretraining.TrainingError) as error:
+        run(settings)
+    except (ValueError, FileNotFoundError, TrainingError) as error:
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
     return 0

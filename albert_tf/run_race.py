@@ -4,7 +4,7 @@
         --model_dir=models/albert_base --output_dir=runs/race
 
 The flags are run_classifier's (task_name defaults to race); --data_dir holds RACE's train/, dev/ and test/
-folders, each with high/ and middle/. See albert_tf/training/race_finetuning.py.
+folders, each with high/ and middle/. See albert_tf/finetuning/multiple_choice.py.
 """
 
 from absl import app, flags
@@ -17,9 +17,9 @@ FLAGS.set_default("task_name", "race")
 
 def main(argv):
     tf_startup.import_tensorflow_quietly()
-    from albert_tf.training import race_finetuning
+    from albert_tf.finetuning import multiple_choice
 
-    return run_classifier.main(argv, run=race_finetuning.run)
+    return run_classifier.main(argv, run=multiple_choice.run)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@
 Writes to --output_dir a model directory with the best evaluation's span labeler (task_model.keras, ready for
 `python -m albert_tf.export_saved_model --task=span`), eval_results.json (exact_match, f1) and, with
 --do_predict, predictions.json (and null_odds.json for v2.0) in the official evaluation scripts' formats.
-See albert_tf/training/squad_finetuning.py.
+See albert_tf/finetuning/span.py.
 """
 
 from absl import app, flags
 
-from albert_tf import finetuning_flags, tf_startup
+from albert_tf import tf_startup
+from albert_tf.finetuning import command_line
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (train-v1.1.json, train-v2.0.json).")
@@ -32,9 +33,9 @@ FLAGS.set_default("learning_rate", 5e-5)
 def main(argv):
     del argv
     tf_startup.import_tensorflow_quietly()
-    from albert_tf.training import squad_finetuning
+    from albert_tf.finetuning import span
 
-    return finetuning_flags.main(squad_finetuning.SquadSettings, squad_finetuning.run)
+    return command_line.main(span.SquadSettings, span.run)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ flags.mark_flags_as_required(["input", "model_prefix"])
 def main(argv):
     del argv
     from albert_tf import file_io
-    from albert_tf.data import corpus, spm_training
+    from albert_tf.text import corpus, spm_training
 
     try:
         paths = corpus.expand_patterns(FLAGS.input, flag="input")

@@ -27,7 +27,7 @@ from serving import SEQ, SPM, base_config, keras_hub_parts, sample_pairs  # noqa
 def ours(pairs, batch_size):
     import keras
 
-    from albert_tf.data import glue
+    from albert_tf.finetuning import glue
     from albert_tf.models import AlbertClassifier, AlbertEncoder
     from albert_tf.training.optimizers import AdamWeightDecay
 

@@ -46,8 +46,8 @@ def main():
     import transformers
 
     from albert_tf.checkpoints import convert
-    from albert_tf.data.tokenizer import AlbertTokenizer
     from albert_tf.models import model_dir
+    from albert_tf.text.tokenizer import AlbertTokenizer
 
     ours = model_dir.load_pretrainer(args.model_dir)
     tokenizer = AlbertTokenizer(model_dir.spm_model_file(args.model_dir))

@@ -7,7 +7,7 @@ r"""End-to-end pretraining throughput on CPU: albert_tf's pretraining loop again
 
 Both read data/sample/records/train-* (seq 128, 20 predictions; ids from the 8k sample
 vocabulary, valid for the 30k-vocabulary ALBERT-base) through a tf.data pipeline, input time included.
-Ours: `albert_tf.training.pretraining.Pretraining` (LAMB, MLM + SOP losses, the loop `run_pretraining` runs).
+Ours: `albert_tf.pretraining.run.build` (LAMB, MLM + SOP losses, the loop `run_pretraining` runs).
 Peer: keras-hub's `AlbertBackbone` + `AlbertMaskedLM` (masked LM only: keras-hub has no SOP head), compiled
 with keras-hub's defaults (AdamW, jit_compile "auto", i.e. XLA) and again with XLA off, fed by our reader
 mapped to its input names. `--mixed_precision` sets the global dtype policy both are built under.
@@ -40,9 +40,10 @@ def ours(batch_size, output_dir, mixed_precision, jit_compile):
     """A callable running n training steps of our loop."""
     import tensorflow as tf
 
-    from albert_tf.training import pretraining
+    from albert_tf.pretraining.run import build
+    from albert_tf.pretraining.settings import PretrainingSettings
 
-    settings = pretraining.PretrainingSettings(
+    settings = PretrainingSettings(
         albert_config_file=os.path.join(ROOT, "configs", "albert_base.json"),
         input_file=RECORDS,
         output_dir=output_dir,
@@ -55,8 +56,8 @@ def ours(batch_size, output_dir, mixed_precision, jit_compile):
         mixed_precision=mixed_precision,
         jit_compile=jit_compile,
     )
-    run = pretraining.Pretraining(settings)
-    return lambda steps: run._train_loop(run.iterator, tf.constant(steps)).numpy()
+    run_ = build(settings)
+    return lambda steps: run_.trainer.loop(run_.controller.iterator, tf.constant(steps))[0].numpy()
 
 
 def keras_hub_peer(batch_size, jit_compile="auto"):
@@ -64,7 +65,7 @@ def keras_hub_peer(batch_size, jit_compile="auto"):
     import keras_hub
 
     from albert_tf.config import AlbertConfig
-    from albert_tf.data.pretraining_dataset import pretraining_dataset
+    from albert_tf.pretraining.dataset import pretraining_dataset
 
     config = AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
     backbone = keras_hub.models.AlbertBackbone(

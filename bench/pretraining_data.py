@@ -6,7 +6,7 @@ builder (streaming, not globally shuffled) measured in the same run.
 Builds records from the bundled sample corpus repeated SCALE times, each build in a fresh process:
 - previous: the builder this one replaced (git commit PREVIOUS: blocks in corpus order through a 10,000-record
   shuffle buffer, round-robin to the outputs), checked out of git into a temporary folder;
-- local: `create_pretraining_data --runner=local` (pretraining_builder), --workers processes;
+- local: `create_pretraining_data --runner=local` (albert_tf.pretraining.data.builder), --workers processes;
 - beam: `--runner=beam` with Beam's FnApiRunner in --workers processes (multi_processing mode).
 Prints instances/s over the build (reading, tokenizing, masking, sorting, writing; imports excluded; Beam's
 pipeline start-up included), the peak RSS (VmHWM) of the main process and of the largest child, and the ratio
@@ -24,11 +24,16 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 PREVIOUS = "6543acc9d224"  # the last commit with the streaming builder
+MOVED = {
+    "albert_tf.data.pretraining_instances": "albert_tf.pretraining.data.instances",
+    "albert_tf.data.tfrecord_writer": "albert_tf.pretraining.data.tfrecord_writer",
+    "albert_tf.data.tokenizer": "albert_tf.text.tokenizer",
+}
 
 _RUN = """
 import importlib, json, resource, sys
 runner, corpus, out, seq, workers, dupe, shards, spm, previous = sys.argv[1:10]
-from albert_tf.data.pretraining_instances import InstanceOptions
+from albert_tf.pretraining.data.instances import InstanceOptions
 options = InstanceOptions(max_seq_length=int(seq))
 outputs = [f"{out}-{i:05d}-of-{int(shards):05d}" for i in range(int(shards))]
 if __name__ == "__main__":
@@ -38,13 +43,13 @@ if __name__ == "__main__":
         settings = builder.BuildSettings(spm_model_file=spm, options=options, dupe_factor=int(dupe))
         summary = builder.build([corpus], outputs, settings, num_workers=int(workers))
     else:
-        from albert_tf.data.pretraining_units import BuildSettings
+        from albert_tf.pretraining.data.units import BuildSettings
         settings = BuildSettings(spm_model_file=spm, options=options, dupe_factor=int(dupe))
         if runner == "local":
-            from albert_tf.data.pretraining_builder import build
+            from albert_tf.pretraining.data.builder import build
             summary = build([corpus], outputs, settings, num_workers=int(workers))
         else:
-            from albert_tf.data.pretraining_beam import build
+            from albert_tf.pretraining.data.beam import build
             summary = build([corpus], outputs, settings, num_workers=int(workers))
     # VmHWM, not RUSAGE_SELF: Linux carries the peak of the forked bench process over exec into ru_maxrss.
     with open("/proc/self/status") as status:
@@ -65,6 +70,8 @@ def _previous_builder(directory):
             text=True,
         ).stdout
         source = source.replace("from albert_tf.data import corpus\n", "import previous_corpus as corpus\n")
+        for before, after in MOVED.items():  # the modules it imports from today's package, where they now are
+            source = source.replace(f"from {before} import", f"from {after} import")
         (directory / f"previous_{name.replace('pretraining_', '')}.py").write_text(source)
     return directory
 

@@ -238,7 +238,8 @@ def curves(work, records, recipe):
             return json.load(file)
     import tensorflow as tf
 
-    from albert_tf.training import pretraining
+    from albert_tf.pretraining.run import build
+    from albert_tf.pretraining.settings import PretrainingSettings
 
     results = {}
     for model in OBJECTIVES:
@@ -248,7 +249,7 @@ def curves(work, records, recipe):
         ).all_model_checkpoint_paths
         results[model] = {}
         for kind in OBJECTIVES:
-            settings = pretraining.PretrainingSettings(
+            settings = PretrainingSettings(
                 albert_config_file=os.path.join(output, "albert_config.json"),
                 input_file=records[kind]["eval"],
                 eval_input_file=records[kind]["eval"],
@@ -259,9 +260,7 @@ def curves(work, records, recipe):
                 eval_batch_size=64,
                 max_eval_steps=recipe["max_eval_steps"],
             )
-            run_ = pretraining.build(
-                settings
-            )  # the evaluator is traced once; each checkpoint is restored into it
+            run_ = build(settings)  # the evaluator is traced once; each checkpoint is restored into it
             history = [{**_random_init_evaluation(run_, settings), "global_step": 0}]
             for prefix in prefixes:
                 tf.train.Checkpoint(model=run_.model).restore(prefix).expect_partial()
@@ -357,8 +356,8 @@ def downstream(work, config, spm, tasks, recipe):
     import keras
 
     from albert_tf.config import AlbertConfig
+    from albert_tf.finetuning import classifier
     from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
-    from albert_tf.training import classifier_finetuning
 
     for task, folder in tasks.items():
         for init in INITS:
@@ -373,7 +372,7 @@ def downstream(work, config, spm, tasks, recipe):
                         keras.utils.set_random_seed(seed)
                         fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
                         model_dir.save_model_dir(fresh, start, spm_model=spm)
-                settings = classifier_finetuning.ClassifierSettings(
+                settings = classifier.ClassifierSettings(
                     task_name="text",
                     train_file=os.path.join(folder, "train.csv"),
                     dev_file=os.path.join(folder, "dev.csv"),
@@ -388,7 +387,7 @@ def downstream(work, config, spm, tasks, recipe):
                     jit_compile=True,
                 )
                 shutil.rmtree(settings.output_dir, ignore_errors=True)
-                accuracy = classifier_finetuning.run(settings)["accuracy"]
+                accuracy = classifier.run(settings)["accuracy"]
                 keras.backend.clear_session()
                 results[key] = accuracy
                 log(f"{key}: dev accuracy {accuracy:.3f}")

@@ -5,10 +5,11 @@
 
 The quick start's model and records (data/sample/records: 6,317 training records in 4 GZIP shards with their
 manifest; an offset past them is a later epoch). For each offset, a run's checkpoint is written as if the run
-had consumed that many records, then a new run resumes from it and is timed from `pretraining.build` (restore,
-input pipeline) through its first training step. Ours: the records with their manifest (the right shard is
-opened at the right record). Peer, in the same run: the same records without the manifest, read as records of
-another builder are (the consumed records are read again). Target: ours flat, within 10 s of offset 0.
+had consumed that many records, then a new run resumes from it and is timed from
+`albert_tf.pretraining.run.build` (restore, input pipeline) through its first training step. Ours: the records
+with their manifest (the right shard is opened at the right record). Peer, in the same run: the same records
+without the manifest, read as records of another builder are (the consumed records are read again). Target:
+ours flat, within 10 s of offset 0.
 """
 
 import argparse
@@ -26,7 +27,7 @@ BATCH = 32
 
 
 def settings(input_file, output_dir):
-    from albert_tf.training.pretraining_settings import PretrainingSettings
+    from albert_tf.pretraining.settings import PretrainingSettings
 
     return PretrainingSettings(
         albert_config_file=os.path.join(ROOT, "configs", "albert_tiny.json"), input_file=input_file,
@@ -40,15 +41,15 @@ def seconds_to_first_step(input_file, offset, folder):
     """Writes a checkpoint at input position `offset` (records), then times a resumed run's first step."""
     import tensorflow as tf
 
-    from albert_tf.training import pretraining
+    from albert_tf.pretraining.run import build
 
     output = os.path.join(folder, f"run-{offset}")
-    run_ = pretraining.build(settings(input_file, output))
+    run_ = build(settings(input_file, output))
     run_.trainer.batches.assign(offset // BATCH)
     run_.trainer.optimizer.iterations.assign(offset // BATCH)
     run_.controller.manager.save(checkpoint_number=offset // BATCH)
     started = time.perf_counter()
-    resumed = pretraining.build(settings(input_file, output))
+    resumed = build(settings(input_file, output))
     assert resumed.trainer.step == offset // BATCH
     resumed.trainer.loop(resumed.controller.iterator, tf.constant(1))
     return time.perf_counter() - started

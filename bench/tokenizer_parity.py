@@ -3,7 +3,7 @@ r"""Python tokenizer vs in-graph tokenizer: the same ids on every line of some t
     python bench/tokenizer_parity.py --spm_model_file=data/sample/spm_8k.model \
         --input=data/sample/sample_corpus.txt
 
-`albert_tf.data.tokenizer.AlbertTokenizer` segments with the `sentencepiece` package, `InGraphTokenizer`
+`albert_tf.text.tokenizer.AlbertTokenizer` segments with the `sentencepiece` package, `InGraphTokenizer`
 with the SentencePiece compiled into tensorflow-text's ops; the two are separate builds, so this compares
 them line by line on real text. Prints the versions, the lines compared, the lines whose ids differ and the
 first few of those. Blank lines are skipped; invalid UTF-8 is compared as both tokenizers read it (replaced).
@@ -40,8 +40,8 @@ def main():
     import tensorflow as tf
     import tensorflow_text
 
-    from albert_tf.data.tf_tokenizer import InGraphTokenizer
-    from albert_tf.data.tokenizer import AlbertTokenizer
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
+    from albert_tf.text.tokenizer import AlbertTokenizer
 
     python, graph = AlbertTokenizer(args.spm_model_file), InGraphTokenizer(args.spm_model_file)
     print(

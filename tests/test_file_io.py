@@ -10,11 +10,12 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import file_io
+from albert_tf.finetuning import classifier
 from albert_tf.models import model_dir
+from albert_tf.pretraining.run import run
+from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.serving.export import export_saved_model
 from albert_tf.serving.servable import Servable
-from albert_tf.training import classifier_finetuning, pretraining
-from albert_tf.training.pretraining_settings import PretrainingSettings
 from tests.helpers import REPO
 
 
@@ -102,7 +103,7 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     file_io.copy(str(REPO / "data" / "sample" / "spm_8k.model"), spm)
     records = str(REPO / "data" / "sample" / "records")
     pretrained = file_io.join(ram, "runs", "tiny")
-    pretraining.run(PretrainingSettings(
+    run(PretrainingSettings(
         albert_config_file=config, input_file=f"{records}/train.manifest.json",
         eval_input_file=f"{records}/eval.manifest.json", output_dir=pretrained, spm_model_file=spm,
         max_seq_length=128, train_batch_size=8, eval_batch_size=8, num_train_steps=4, num_warmup_steps=1,
@@ -115,7 +116,7 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     assert file_io.glob(file_io.join(pretrained, "train", "events.out.tfevents.*"))
 
     tuned = file_io.join(ram, "runs", "topics")
-    classifier_finetuning.run(classifier_finetuning.ClassifierSettings(
+    classifier.run(classifier.ClassifierSettings(
         task_name="text", train_file=str(REPO / "data" / "doc_topics" / "train.csv"),
         dev_file=str(REPO / "data" / "doc_topics" / "dev.csv"), model_dir=pretrained, output_dir=tuned,
         max_seq_length=32, train_batch_size=8, eval_batch_size=64, train_step=4, warmup_step=1,

@@ -1,4 +1,7 @@
-"""Keras layers of ALBERT (keras and keras.ops only)."""
+"""Keras layers of ALBERT (keras and keras.ops only).
+
+May import: config, nothing else of ours.
+"""
 
 from albert_tf.layers.attention_block import AttentionBlock
 from albert_tf.layers.embeddings import AlbertEmbedding

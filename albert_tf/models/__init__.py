@@ -1,4 +1,7 @@
-"""ALBERT models: the encoder, the models that put heads on it, and model directories."""
+"""ALBERT models: the encoder, the models that put heads on it, and model directories (keras and keras.ops).
+
+May import: layers and the top-level modules (config, file_io).
+"""
 
 from albert_tf.models import model_dir
 from albert_tf.models.encoder import AlbertEncoder

@@ -29,8 +29,8 @@ tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comm
 max_seq_length. A batch's rows run sorted by length in sub-batches, each padded only to its own longest row
 (sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change; at padding,
 `sequence_output` is 0 and span logits are PADDING_LOGIT). Span models window contexts longer than
-max_seq_length and choose answers as `run_squad` does (albert_tf/data/span_decoding.py); their windows, most
-of them full, run at once.
+max_seq_length and choose answers as `run_squad` does (albert_tf/finetuning/span_decoding.py);
+their windows, most of them full, run at once.
 """
 
 import os
@@ -38,12 +38,12 @@ import os
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.data import span_decoding
-from albert_tf.data.tf_tokenizer import InGraphTokenizer
-from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.finetuning import span_decoding
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
+from albert_tf.text.tokenizer import AlbertTokenizer
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
 CLASSIFY_METHOD = "tensorflow/serving/classify"

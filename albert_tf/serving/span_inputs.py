@@ -1,8 +1,8 @@
 """Questions and contexts → the windows `run_squad` builds, in TensorFlow ops (for the span SavedModel).
 
-The same windows as `albert_tf.data.squad.squad_features`: `[CLS] question [SEP] window [SEP]`, the question
-cut to max_query_length tokens, the context split into windows of what is left of seq_length, doc_stride
-tokens apart, each context token mapped to the characters of the context it stands for
+The same windows as `albert_tf.finetuning.squad.squad_features`: `[CLS] question [SEP] window [SEP]`,
+the question cut to max_query_length tokens, the context split into windows of what is left of seq_length,
+doc_stride tokens apart, each context token mapped to the characters of the context it stands for
 (`squad.tokenize_with_spans`' rule) and marked in the window where it has the most context. Only TensorFlow
 core ops and the tokenizer's.
 """

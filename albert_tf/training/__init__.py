@@ -1,1 +1,6 @@
-"""Training: optimizers, schedules, losses, distribution and the pretraining loop (TensorFlow-specific)."""
+"""What the pretraining and fine-tuning loops share (TensorFlow-specific): optimizers (LAMB, AdamW as the
+original computes them), schedules, distribution strategies and precision, replicated updates and float16
+loss scaling.
+
+May import: the top-level modules only.
+"""

@@ -25,8 +25,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.data import span_decoding, squad
-from albert_tf.data.tokenizer import AlbertTokenizer
+from albert_tf.finetuning import span_decoding, squad
 from albert_tf.models import (
     AlbertClassifier,
     AlbertEncoder,
@@ -37,8 +36,9 @@ from albert_tf.models import (
 from albert_tf.models.task_models import PADDING_LOGIT, AlbertSpanLabeler
 from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
-from tests.data.text_samples import varied_lines
+from albert_tf.text.tokenizer import AlbertTokenizer
 from tests.helpers import tiny_config
+from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
@@ -410,8 +410,8 @@ def test_span_answers_are_run_squads_with_long_contexts_windowed(exports, corpus
 
 
 def test_in_graph_context_spans_are_the_python_tokenizers(corpus_lines):
-    from albert_tf.data.tf_tokenizer import InGraphTokenizer
     from albert_tf.serving import span_inputs
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
     lines = corpus_lines + varied_lines(300, seed=11) + ["", "  ", "e\u0301 \u0301 x", "a\u3000b\u2028c"]
     python = AlbertTokenizer(SPM)

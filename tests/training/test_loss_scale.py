@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from albert_tf.training.loss_scale import DynamicLossScale
 from tests.helpers import run_on_two_devices, run_on_two_workers, tiny_config
-from tests.training.test_pretraining import (
+from tests.pretraining.test_run import (
     flags_of,
     run_module,
     settings,

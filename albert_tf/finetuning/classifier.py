@@ -1,0 +1,142 @@
+"""Fine-tuning a classifier (GLUE or a CSV/JSONL dataset) with Keras `fit`, keeping the best evaluation.
+
+`run(settings)` does what `python -m albert_tf.run_classifier` does (the loop: loop.py):
+AlbertClassifier from a model directory, trained with cross-entropy (mean squared error for
+regression), evaluated on the dev set with the task's GLUE metrics; in `output_dir` a model directory whose
+`task_model.keras` is the best evaluation's model (ready for `export_saved_model --task=classifier`),
+`eval_results.json` and, with do_predict, `test_results.tsv`.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+from albert_tf.finetuning import glue, loop, metrics
+from albert_tf.models import AlbertClassifier
+
+# The metrics GLUE reports per task; the first one picks the best evaluation.
+TASK_METRICS = {
+    "cola": ("matthews_corrcoef", "accuracy"),
+    "mrpc": ("f1", "accuracy"),
+    "qqp": ("f1", "accuracy"),
+    "sts-b": ("pearson", "spearman"),
+}
+DEFAULT_METRICS = ("accuracy",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassifierSettings(loop.FineTuningSettings):
+    """The `run_classifier` flags."""
+
+    task_name: str
+    data_dir: str | None = None
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
+    labels: tuple | None = None
+
+
+def evaluate(labels, predictions, names):
+    """The named metrics of predictions (class indices, or scores for regression)."""
+    functions = {
+        "accuracy": metrics.accuracy,
+        "f1": metrics.f1,
+        "matthews_corrcoef": metrics.matthews_correlation,
+        "pearson": metrics.pearson,
+        "spearman": metrics.spearman,
+    }
+    return {name: functions[name](labels, predictions) for name in names}
+
+
+class ClassifierRun(loop.FineTuningRun):
+    """GLUE or CSV/JSONL classification (regression when the task has no label set)."""
+
+    name = "run_classifier"
+
+    def __init__(self, settings: ClassifierSettings):
+        self.task = settings.task_name.lower()
+        super().__init__(settings)
+
+    @property
+    def regression(self):
+        return self.labels is None
+
+    @property
+    def metric_names(self):
+        if self.regression:
+            return ("pearson", "spearman")
+        return TASK_METRICS.get(self.task, DEFAULT_METRICS)
+
+    def _example_losses(self, labels, logits):
+        """Cross-entropy, or for regression the squared error of the score."""
+        if self.regression:
+            return keras.ops.square(keras.ops.cast(logits[:, 0], "float32") - labels)
+        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+    def _build_model(self):
+        if self.regression:
+            return AlbertClassifier.from_model_dir(
+                self.settings.model_dir, num_classes=1, dropout_rate=self.settings.dropout_rate
+            )
+        return AlbertClassifier.from_model_dir(
+            self.settings.model_dir, num_classes=len(self.labels), labels=self.labels,
+            dropout_rate=self.settings.dropout_rate,
+        )  # fmt: skip
+
+    def _read(self):
+        """The splits asked for; sets self.labels (None for regression)."""
+        s = self.settings
+        if self.task in glue.TASKS:
+            if not s.data_dir:
+                raise ValueError(f"--data_dir is required for the GLUE task {self.task}")
+            self.labels = glue.TASKS[self.task].labels
+            wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
+            return {split: glue.read_glue(s.data_dir, self.task, split) for split, on in wanted.items() if on}
+        if self.task != "text":
+            raise ValueError(
+                f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {self.task!r}"
+            )
+        files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
+        labels, splits = s.labels, {}
+        for split, path in files.items():
+            if path and split == "test" and s.do_predict:
+                splits[split], _ = glue.read_text_classification(path, labels=labels, label=None)
+            elif path and split != "test":
+                splits[split], labels = glue.read_text_classification(path, labels=labels)
+        self.labels = labels
+        return splits
+
+    def _dataset(self, split, is_training=False):
+        s = self.settings
+        batch = s.train_batch_size if is_training else s.eval_batch_size
+        return glue.classification_dataset(
+            self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed
+        )
+
+    def _predictions(self, split):
+        dataset = self._dataset(split)
+        if self.splits[split][0].label is not None:
+            dataset = dataset.map(_features_only)
+        outputs = self.model.predict(dataset, verbose=0)
+        return outputs[:, 0] if self.regression else np.argmax(outputs, axis=-1)
+
+    def evaluate(self):
+        labels = [example.label for example in self.splits["dev"]]
+        return evaluate(labels, self._predictions("dev"), self.metric_names)
+
+    def predict(self):
+        """test_results.tsv: index and the predicted label (or score)."""
+        predictions = self._predictions("test")
+        names = predictions if self.regression else [self.labels[i] for i in predictions]
+        rows = ["index\tprediction"] + [f"{i}\t{value}" for i, value in enumerate(names)]
+        self.write("test_results.tsv", "\n".join(rows) + "\n")
+
+
+def _features_only(features, label):
+    del label
+    return features
+
+
+def run(settings: ClassifierSettings, job_class=ClassifierRun):
+    return loop.run(settings, job_class)

@@ -1,0 +1,56 @@
+"""The flags every fine-tuning entry point takes (run_classifier, run_race, run_squad), and their `main`.
+
+Each entry point defines its task's own flags next to these, then calls `main(settings_class, run)`: the
+flags named like the settings' fields become the settings, and bad input (a data file, a flag value) ends
+the run with one line naming the entry point and the problem.
+"""
+
+import dataclasses
+import sys
+
+from absl import flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string(
+    "model_dir", None, "The model directory to start from: pretrained (new head) or fine-tuned (its model)."
+)
+flags.DEFINE_string("output_dir", None, "Where the fine-tuned model directory and results go.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs are truncated.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas, one update).")
+flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation and prediction batch size.")
+flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW, warmup then linear decay).")
+flags.DEFINE_integer("train_step", 1000, "Training steps.")
+flags.DEFINE_integer("warmup_step", 100, "Warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 200, "Steps between evaluations; the best one is kept.")
+flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the task head.")
+flags.DEFINE_bool("do_train", True, "Train.")
+flags.DEFINE_bool("do_eval", True, "Evaluate on the dev set and write eval_results.json.")
+flags.DEFINE_bool("do_predict", False, "Predict the test set.")
+flags.DEFINE_enum(
+    "strategy", "default", ["default", "mirrored", "multi_worker_mirrored", "tpu"], "Distribution strategy."
+)
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy=tpu); 'local' on a TPU VM.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype.")
+flags.DEFINE_bool("jit_compile", False, "Compile training steps with XLA.")
+flags.DEFINE_integer("seed", 12345, "Seed of initialization, shuffling and dropout.")
+flags.mark_flags_as_required(["model_dir", "output_dir"])
+
+
+def main(settings_class, run, convert=None):
+    """Builds settings_class from the flags of its fields and runs `run(settings)`; 1 on bad input.
+
+    Args:
+      convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
+    """
+    logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines (one per all-reduce) would drown ours.
+    from albert_tf.finetuning.glue import DataError
+
+    values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}
+    for name, function in (convert or {}).items():
+        values[name] = function(values[name])
+    try:
+        run(settings_class(**values))
+    except (DataError, ValueError, FileNotFoundError) as error:
+        print(f"{sys.argv[0].rsplit('/', 1)[-1].removesuffix('.py')}: error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,203 @@
+"""GLUE's TSV files and generic CSV / JSONL text-classification files → examples → tf.data batches.
+
+    examples = read_glue("glue_data/MRPC", "mrpc", "train")
+    dataset = classification_dataset(examples, "spm.model", seq_length=128, batch_size=32, is_training=True)
+
+Files are read as GLUE ships them (tab-separated, no quoting, the column layouts of the original
+`run_classifier.py`). A row with the wrong number of columns, or a label outside the task's label set, is an
+error naming the file and line.
+"""
+
+import csv
+import dataclasses
+import json
+
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    """One labelled (or, for test files, unlabelled) text or text pair."""
+
+    text_a: str
+    text_b: str | None
+    label: int | float | None  # label index, regression target, or None
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a split's columns are: indices of text_a, text_b (or None) and label (or None)."""
+
+    text_a: int
+    text_b: int | None = None
+    label: int | None = None
+    header: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+    """A GLUE task: its labels (None for regression), file names and column layouts."""
+
+    name: str
+    labels: tuple | None
+    files: dict
+    labelled: Layout
+    test: Layout
+
+
+_PAIR = Layout(1, 2, 3)
+_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+TASKS = {
+    task.name: task
+    for task in (
+        GlueTask("cola", ("0", "1"), _FILES, Layout(3, None, 1, header=False), Layout(1)),
+        GlueTask("sst-2", ("0", "1"), _FILES, Layout(0, None, 1), Layout(1)),
+        GlueTask("mrpc", ("0", "1"), _FILES, Layout(3, 4, 0), Layout(3, 4)),
+        GlueTask("sts-b", None, _FILES, Layout(7, 8, 9), Layout(7, 8)),
+        GlueTask("qqp", ("0", "1"), _FILES, Layout(3, 4, 5), Layout(1, 2)),
+        GlueTask("mnli", ("contradiction", "entailment", "neutral"),
+                 {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv",
+                  "dev_mismatched": "dev_mismatched.tsv", "test_mismatched": "test_mismatched.tsv"},
+                 Layout(8, 9, -1), Layout(8, 9)),
+        GlueTask("qnli", ("entailment", "not_entailment"), _FILES, _PAIR, Layout(1, 2)),
+        GlueTask("rte", ("entailment", "not_entailment"), _FILES, _PAIR, Layout(1, 2)),
+        GlueTask("wnli", ("0", "1"), _FILES, _PAIR, Layout(1, 2)),
+    )
+}  # fmt: skip
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file and line."""
+
+
+def read_glue(data_dir, task_name, split):
+    """Examples of one split ("train", "dev", "test"; MNLI also "dev_mismatched", "test_mismatched")."""
+    task = TASKS.get(task_name.lower())
+    if task is None:
+        raise DataError(f"unknown GLUE task {task_name!r}; expected one of {', '.join(TASKS)}")
+    if split not in task.files:
+        raise DataError(f"{task.name} has no split {split!r}; expected one of {', '.join(task.files)}")
+    path = file_io.join(data_dir, task.files[split])
+    layout = task.test if split.startswith("test") else task.labelled
+    return list(_read_tsv(path, task, layout))
+
+
+def _read_tsv(path, task, layout):
+    if not file_io.exists(path):
+        raise DataError(f"{path}: no such file")
+    with file_io.open_file(path, newline="") as file:
+        columns = None
+        for number, line in enumerate(file, start=1):
+            row = line.rstrip("\r\n").split("\t")
+            if layout.header and number == 1:
+                columns = len(row)
+                continue
+            if not line.strip():
+                continue
+            expected = columns or _min_columns(layout)
+            if (columns and len(row) != columns) or len(row) < expected:
+                raise DataError(
+                    f"{path}:{number}: expected {expected} tab-separated columns, found {len(row)}"
+                )
+            yield Example(
+                row[layout.text_a],
+                row[layout.text_b] if layout.text_b is not None else None,
+                _label(row[layout.label], task.labels, path, number) if layout.label is not None else None,
+            )
+
+
+def _min_columns(layout):
+    return 1 + max(i for i in (layout.text_a, layout.text_b, layout.label) if i is not None and i >= 0)
+
+
+def _label(value, labels, path, number):
+    if labels is None:
+        try:
+            return float(value)
+        except ValueError:
+            raise DataError(f"{path}:{number}: regression target {value!r} is not a number") from None
+    if value not in labels:
+        raise DataError(f"{path}:{number}: label {value!r} is not one of {', '.join(labels)}")
+    return labels.index(value)
+
+
+def read_text_classification(path, labels=None, text="text", text_b=None, label="label"):
+    """Examples from a CSV file (with a header) or a JSONL file (one object per line).
+
+    Args:
+      labels: the label set, in index order; None: the sorted labels found in the file.
+      text, text_b, label: column (CSV) or key (JSONL) names; text_b None for single texts, label None
+        for unlabelled files (test sets).
+
+    Returns:
+      (examples, labels).
+    """
+    rows = []
+    if path.endswith(".jsonl"):
+        with file_io.open_file(path) as file:
+            for number, line in enumerate(file, start=1):
+                if line.strip():
+                    try:
+                        rows.append((number, json.loads(line)))
+                    except json.JSONDecodeError as error:
+                        raise DataError(f"{path}:{number}: not a JSON object ({error.msg})") from None
+    else:
+        with file_io.open_file(path, newline="") as file:
+            reader = csv.DictReader(file)
+            rows = [(reader.line_num, row) for row in reader]
+    keys = [key for key in (text, text_b, label) if key]
+    for number, row in rows:
+        missing = [key for key in keys if not isinstance(row, dict) or row.get(key) is None]
+        if missing:
+            raise DataError(f"{path}:{number}: missing {', '.join(missing)}")
+    if label is None:
+        examples = [Example(str(row[text]), str(row[text_b]) if text_b else None, None) for _, row in rows]
+        return examples, tuple(labels or ())
+    if labels is None:
+        labels = tuple(sorted({str(row[label]) for _, row in rows}))
+    examples = [
+        Example(
+            str(row[text]),
+            str(row[text_b]) if text_b else None,
+            _label(str(row[label]), labels, path, number),
+        )
+        for number, row in rows
+    ]
+    return examples, tuple(labels)
+
+
+def classification_dataset(
+    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32
+):
+    """(features, label) batches for `model.fit`: in-graph tokenization, packed, truncated to seq_length.
+
+    Each batch is padded to its longest example rounded up to a multiple of `pad_to_multiple` (at most
+    seq_length): short texts compute less, and few distinct shapes are traced. None pads to seq_length.
+    Training data is shuffled (all examples, reshuffled each epoch) and batches are full; evaluation keeps
+    the order and the last partial batch. Labels: int32 class index, or float32 for regression.
+    """
+    if not examples:
+        raise DataError("no examples")
+    tokenizer = InGraphTokenizer(spm_model_file)
+    pair = examples[0].text_b is not None
+    labels = [example.label for example in examples]
+    regression = isinstance(labels[0], float)
+    columns = {"text_a": [e.text_a for e in examples]}
+    if pair:
+        columns["text_b"] = [e.text_b for e in examples]
+    if labels[0] is not None:
+        columns["label"] = tf.constant(labels, tf.float32 if regression else tf.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if is_training:
+        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+
+    def encode(batch):
+        text_b = tokenizer.tokenize(batch["text_b"]) if pair else None
+        features = tokenizer.pack(tokenizer.tokenize(batch["text_a"]), text_b, seq_length, pad_to_multiple)
+        return (features, batch["label"]) if "label" in batch else features
+
+    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,107 @@
+"""RACE (multiple-choice reading comprehension) → examples → tf.data batches for `AlbertMultipleChoice`.
+
+    examples = read_race("RACE", "train")            # RACE/train/{high,middle}/*.txt, one JSON object each
+    dataset = multiple_choice_dataset(examples, "spm.model", seq_length=512, batch_size=32, is_training=True)
+
+As the original ALBERT RACE code: each choice is packed as `[CLS] article [SEP] question+option [SEP]`, where
+a question with blanks ("_") gets the option in them, and any other question is followed by the option.
+"""
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.finetuning.glue import DataError
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+LETTERS = "ABCD"
+
+
+@dataclasses.dataclass(frozen=True)
+class ChoiceExample:
+    """One question: the article, one text per choice (question and option combined), the answer index."""
+
+    example_id: str
+    article: str
+    choices: tuple
+    label: int | None
+
+
+def combine(question, option):
+    """The second segment for one option: the option in the question's blank, or after the question."""
+    if "_" in question:
+        return question.replace("_", option)
+    return f"{question} {option}"
+
+
+def read_race(data_dir, split, levels=("high", "middle")):
+    """Examples of RACE's split ("train", "dev", "test") for the given levels, in file-name order."""
+    examples = []
+    for level in levels:
+        folder = file_io.join(data_dir, split, level)
+        paths = file_io.glob(file_io.join(folder, "*.txt"))
+        if not paths:
+            raise DataError(f"{folder}: no RACE files (*.txt)")
+        for path in paths:
+            examples.extend(_read_file(path))
+    return examples
+
+
+def _read_file(path):
+    try:
+        record = json.loads(file_io.read_text(path))
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}:{error.lineno}: not a RACE JSON object ({error.msg})") from None
+    for key in ("article", "questions", "options"):
+        if key not in record:
+            raise DataError(f"{path}: missing {key!r}")
+    answers = record.get("answers")
+    examples = []
+    for index, (question, options) in enumerate(zip(record["questions"], record["options"], strict=True)):
+        if len(options) != len(LETTERS):
+            raise DataError(f"{path}: question {index} has {len(options)} options, expected {len(LETTERS)}")
+        label = None
+        if answers is not None:
+            if answers[index] not in LETTERS:
+                raise DataError(
+                    f"{path}: question {index}: answer {answers[index]!r} is not one of A, B, C, D"
+                )
+            label = LETTERS.index(answers[index])
+        choices = tuple(combine(question, option) for option in options)
+        example_id = f"{record.get('id', os.path.basename(path))}-{index}"
+        examples.append(ChoiceExample(example_id, record["article"], choices, label))
+    return examples
+
+
+def multiple_choice_dataset(examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345):
+    """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch].
+
+    Training data is shuffled each epoch and batches are full; evaluation keeps order and the last batch.
+    """
+    if not examples:
+        raise DataError("no examples")
+    tokenizer = InGraphTokenizer(spm_model_file)
+    count = len(examples[0].choices)
+    columns = {
+        "article": [e.article for e in examples],
+        "choices": [list(e.choices) for e in examples],
+    }
+    if examples[0].label is not None:
+        columns["label"] = tf.constant([e.label for e in examples], tf.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if is_training:
+        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+
+    def encode(batch):
+        articles = tf.reshape(tf.repeat(batch["article"][:, None], count, axis=1), [-1])
+        packed = tokenizer.pack(
+            tokenizer.tokenize(articles), tokenizer.tokenize(tf.reshape(batch["choices"], [-1])), seq_length
+        )
+        features = {name: tf.reshape(value, [-1, count, seq_length]) for name, value in packed.items()}
+        return (features, batch["label"]) if "label" in batch else features
+
+    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

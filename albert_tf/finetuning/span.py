@@ -1,0 +1,147 @@
+"""Fine-tuning on SQuAD v1.1 / v2.0: `AlbertSpanLabeler` on windowed features, scored as the official scripts.
+
+`run(settings)` does what `python -m albert_tf.run_squad` does (the loop: albert_tf/finetuning/loop.py).
+Training minimizes the mean of the start and end cross-entropies (the original's loss) and, for v2.0, half
+the answerability head's binary cross-entropy (whether a window holds the answer; the original v2.0
+weight). Evaluation predicts `predict_file`, maps the best spans back to context text and reports
+`exact_match` and `f1` (percent, the official definitions). In `output_dir`: the best evaluation's model
+directory (task_model.keras and span_settings.json, ready for `export_saved_model --task=span`, whose
+answers are this run's), eval_results.json, and with
+do_predict predictions.json (question id → answer text, "" for no answer) plus, for v2.0, null_odds.json
+(question id → the probability of no answer, for the official evaluate-v2.0.py --na-prob-file).
+"""
+
+import dataclasses
+import json
+
+import keras
+
+from albert_tf.finetuning import loop, metrics, span_decoding, squad
+from albert_tf.finetuning.glue import DataError
+from albert_tf.models import AlbertSpanLabeler
+from albert_tf.text.tokenizer import AlbertTokenizer
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadSettings(loop.FineTuningSettings):
+    """The `run_squad` flags."""
+
+    train_file: str | None = None
+    predict_file: str | None = None
+    version_2_with_negative: bool = False
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_threshold: float = 0.0
+
+
+class SquadRun(loop.FineTuningRun):
+    """SQuAD: train on train_file, evaluate and predict predict_file."""
+
+    name = "run_squad"
+    metric_names = ("f1", "exact_match")
+
+    def _read(self):
+        """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)} as the settings ask."""
+        s = self.settings
+        tokenizer = AlbertTokenizer(self.spm)
+        windows = {"seq_length": s.max_seq_length, "doc_stride": s.doc_stride,
+                   "max_query_length": s.max_query_length}  # fmt: skip
+        splits = {}
+        if s.do_train:
+            if not s.train_file:
+                raise ValueError("--train_file is required with --do_train")
+            splits["train"] = squad.squad_features(self._examples(s.train_file, True), tokenizer, **windows)
+        if s.do_eval or s.do_predict:
+            if not s.predict_file:
+                raise ValueError("--predict_file is required with --do_eval or --do_predict")
+            examples = self._examples(s.predict_file, labelled=s.do_eval)
+            predicted = (examples, squad.squad_features(examples, tokenizer, **windows))
+            for split, wanted in (("dev", s.do_eval), ("test", s.do_predict)):
+                if wanted:
+                    splits[split] = predicted
+        return splits
+
+    def _examples(self, path, labelled):
+        """The questions of a file; labelled: each must have answers or be unanswerable (v2.0)."""
+        examples = squad.read_squad(path)
+        if not examples:
+            raise DataError(f"{path}: no questions")
+        impossible = [e.qas_id for e in examples if e.is_impossible]
+        if impossible and not self.settings.version_2_with_negative:
+            raise DataError(
+                f"{path}: {len(impossible)} unanswerable question(s) (e.g. {impossible[0]}): "
+                "SQuAD v2.0 data needs --version_2_with_negative"
+            )
+        unlabelled = [e.qas_id for e in examples if not e.answers and not e.is_impossible]
+        if labelled and unlabelled:
+            raise DataError(
+                f"{path}: {len(unlabelled)} question(s) without answers (e.g. {unlabelled[0]}) "
+                "to train or evaluate on"
+            )
+        return examples
+
+    def _build_model(self):
+        s = self.settings
+        return AlbertSpanLabeler.from_model_dir(
+            s.model_dir, answerability=s.version_2_with_negative, dropout_rate=s.dropout_rate
+        )
+
+    def _example_losses(self, targets, outputs):
+        """The mean of the start and end cross-entropies, plus half the answerability cross-entropy."""
+        span = keras.losses.sparse_categorical_crossentropy
+        loss = 0.5 * (
+            span(targets["start_logits"], outputs["start_logits"], from_logits=True)
+            + span(targets["end_logits"], outputs["end_logits"], from_logits=True)
+        )
+        if self.settings.version_2_with_negative:
+            answerable = keras.losses.binary_crossentropy(
+                targets["answerable_logits"][:, None], outputs["answerable_logits"][:, None], from_logits=True
+            )
+            loss += 0.5 * answerable
+        return loss
+
+    def _dataset(self, split, is_training=False):
+        s = self.settings
+        features = self.splits[split] if is_training else self.splits[split][1]
+        batch = s.train_batch_size if is_training else s.eval_batch_size
+        return squad.span_dataset(
+            features, batch, is_training=is_training, answerability=s.version_2_with_negative, seed=s.seed
+        )
+
+    def _answers(self, split):
+        s = self.settings
+        examples, features = self.splits[split]
+        outputs = self.model.predict(self._dataset(split), verbose=0)
+        return squad.answer_texts(
+            examples, features, outputs,
+            n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
+            null_score_threshold=s.null_score_threshold,
+        )  # fmt: skip
+
+    def _save(self, directory):
+        """The model directory, with the settings the span export needs to answer as we do."""
+        super()._save(directory)
+        s = self.settings
+        span_decoding.SpanSettings(
+            max_seq_length=s.max_seq_length, doc_stride=s.doc_stride, max_query_length=s.max_query_length,
+            n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
+            null_score_threshold=s.null_score_threshold,
+        ).save(directory)  # fmt: skip
+
+    def evaluate(self):
+        examples, _ = self.splits["dev"]
+        answers, _ = self._answers("dev")
+        return metrics.squad_scores(answers, {example.qas_id: list(example.answers) for example in examples})
+
+    def predict(self):
+        answers, no_answer = self._answers("test")
+        outputs = {"predictions.json": answers, "null_odds.json": no_answer}
+        for name, values in outputs.items():
+            if values is not None:
+                self.write(name, json.dumps(values, indent=2, ensure_ascii=False) + "\n")
+
+
+def run(settings: SquadSettings):
+    return loop.run(settings, SquadRun)

@@ -1,0 +1,144 @@
+"""The manifest beside a build's shards: what was built, from what, and how many records each shard holds.
+
+    records/train-00000-of-00004 ... records/train-00003-of-00004     (--output_file=records/train@4)
+    records/train.manifest.json
+
+JSON with `scheme_version` (SCHEME_VERSION: how records were made and ordered; readers refuse another),
+`settings` (every flag that decides the bytes), `inputs` (path, bytes), `shards` (file name relative to the
+manifest, records) and `statistics` (the builder's counters). It holds no timing, so local and Beam builds
+of the same inputs write the same manifest, byte for byte.
+
+Reading the shards in the manifest's order, each from its first record, is the build's global shuffle.
+`Manifest.locate(n)` says where the record after the first n of that order lies, from the counts alone, so a
+resumed run starts there without reading what came before.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import typing
+
+from albert_tf.file_systems import LocalFiles
+
+# 2: records keyed by hash(seed, work unit, index), shards are key ranges sorted by key (a global shuffle);
+# work units are blocks of bytes of each input file. (1, without a manifest: blocks in corpus order through a
+# 10,000-record shuffle buffer, dealt round-robin.)
+SCHEME_VERSION = 2
+
+MANIFEST_SUFFIX = ".manifest.json"
+_SHARDED = re.compile(r"^(?P<prefix>.+)@(?P<count>\d+)$")
+_SHARD_SUFFIX = re.compile(r"-\d{5,}-of-\d{5,}$")
+
+
+def output_paths(spec):
+    """Output shard paths from a comma-separated list, where `PREFIX@N` stands for N shards
+    `PREFIX-00000-of-0000N` ... (the sharded-file names of Beam and TensorFlow Datasets)."""
+    paths = []
+    for item in (part.strip() for part in spec.split(",")):
+        sharded = _SHARDED.match(item)
+        if sharded:
+            count = int(sharded["count"])
+            if count < 1:
+                raise ValueError(f"--output_file: {item!r} asks for {count} shards; give at least 1")
+            paths.extend(f"{sharded['prefix']}-{i:05d}-of-{count:05d}" for i in range(count))
+        elif item:
+            paths.append(item)
+    if not paths:
+        raise ValueError("--output_file is empty: give output files, comma-separated, or PREFIX@SHARDS")
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"--output_file names a file twice: {spec}")
+    return paths
+
+
+def default_manifest_path(output_files):
+    """The first output's path without its shard suffix, plus `.manifest.json`."""
+    return _SHARD_SUFFIX.sub("", output_files[0]) + MANIFEST_SUFFIX
+
+
+class RecordPosition(typing.NamedTuple):
+    """Where a record lies: the pass over the data, the shard index (manifest order), the record in it."""
+
+    epoch: int
+    shard: int
+    record: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """A build's manifest (see module docstring). `path` is where it was read from or written to."""
+
+    settings: dict
+    inputs: list
+    shards: list
+    statistics: dict
+    scheme_version: int = SCHEME_VERSION
+    path: str = ""
+
+    @property
+    def records(self):
+        return sum(shard["records"] for shard in self.shards)
+
+    def shard_paths(self):
+        """The shards' paths, in order (the manifest stores them relative to itself)."""
+        directory = os.path.dirname(self.path)
+        return [os.path.join(directory, shard["file"]) for shard in self.shards]
+
+    def locate(self, record_offset):
+        """RecordPosition of the record after the first `record_offset` ones of the manifest's order (all
+        shards in order, again from the first after the last: epoch counts those passes).
+
+        >>> manifest.locate(0)  # RecordPosition(epoch=0, shard=0, record=0)
+        """
+        if record_offset < 0:
+            raise ValueError(f"record_offset must be at least 0, got {record_offset}")
+        if self.records == 0:
+            raise ValueError(f"{self.path}: the manifest lists no records")
+        epoch, offset = divmod(record_offset, self.records)
+        for shard, entry in enumerate(self.shards):
+            if offset < entry["records"]:
+                return RecordPosition(epoch, shard, offset)
+            offset -= entry["records"]
+        raise AssertionError("unreachable: offset < records")
+
+    def to_json(self):
+        content = dataclasses.asdict(self)
+        del content["path"]
+        return json.dumps(content, indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text, path):
+        """A manifest from its JSON text; ValueError naming path when it is not one of this scheme."""
+        try:
+            manifest = cls(**json.loads(text), path=path)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{path} is not a pretraining-data manifest ({error})") from None
+        if manifest.scheme_version != SCHEME_VERSION:
+            raise ValueError(
+                f"{path}: scheme_version {manifest.scheme_version}, this reader knows {SCHEME_VERSION}; "
+                "rebuild the records with this version's create_pretraining_data"
+            )
+        return manifest
+
+    @classmethod
+    def load(cls, path, files=LocalFiles):
+        with files.open_read(path) as handle:
+            return cls.from_json(handle.read().decode("utf-8"), path)
+
+    def write(self, files=LocalFiles):
+        """Writes to self.path through a temporary name, then renames it."""
+        temporary = f"{self.path}.tmp-{os.getpid()}"
+        try:
+            with files.open_write(temporary) as handle:
+                handle.write(self.to_json().encode("utf-8"))
+            files.rename(temporary, self.path)
+        finally:
+            files.remove(temporary)
+
+
+def relative_name(path, manifest_path):
+    """path as the manifest stores it: relative to the manifest's directory when it lies under it."""
+    directory = os.path.dirname(manifest_path)
+    if "://" not in path and "://" not in manifest_path:
+        return os.path.relpath(os.path.abspath(path), os.path.dirname(os.path.abspath(manifest_path)))
+    return path[len(directory) + 1 :] if directory and path.startswith(directory + "/") else path

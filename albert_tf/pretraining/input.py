@@ -1,0 +1,111 @@
+"""The input of a pretraining run: training and evaluation datasets, and where a resumed run starts reading.
+
+Records built by this version's `create_pretraining_data` come with a manifest: training then reads them in
+the manifest's order (the build's global shuffle, albert_tf.pretraining.dataset.manifest_dataset), the
+same global batches for any replica count, and a resumed run opens the right shard at the right record at
+once. Records of other builders (the original ALBERT's, older ones of ours) have none: they are read through
+a shuffle buffer, and a resumed run reads again, unparsed, the records its checkpointed steps consumed (the
+run says how many first).
+"""
+
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.pretraining import dataset
+from albert_tf.pretraining.data.manifest import MANIFEST_SUFFIX, default_manifest_path
+from albert_tf.pretraining.dataset import OnlineMasking, check_records
+
+
+def find_manifest(patterns, flag):
+    """The Manifest behind patterns, or None.
+
+    patterns names a manifest (`*.manifest.json`), or comma-separated TFRecord globs: these count as a build
+    when they match exactly the shards that the manifest beside their first file lists.
+    """
+    if patterns.strip().endswith(MANIFEST_SUFFIX):
+        if not file_io.exists(patterns.strip()):
+            raise ValueError(f"{flag}: {patterns.strip()} does not exist")
+        return dataset.load_manifest(patterns.strip())
+    paths = dataset.expand_file_patterns(patterns, flag=flag)
+    candidate = default_manifest_path(paths)
+    if not file_io.exists(candidate):
+        return None
+    manifest = dataset.load_manifest(candidate)
+    return manifest if sorted(manifest.shard_paths()) == sorted(paths) else None
+
+
+class PretrainingInput:
+    """Datasets of a run's training and evaluation records (see the module docstring)."""
+
+    def __init__(self, settings, vocab_size, log):
+        s = self.settings = settings
+        self.log = log
+        self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
+        self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
+        self.eval_files = None
+        if s.do_train:
+            self._check(self._files(s.input_file, self.train_manifest), "--input_file", self.train_manifest)
+        if s.do_eval and s.eval_input_file:
+            manifest = find_manifest(s.eval_input_file, "--eval_input_file")
+            self.eval_files = self._files(s.eval_input_file, manifest)
+            self._check(self.eval_files, "--eval_input_file", manifest)
+
+    @staticmethod
+    def _files(patterns, manifest):
+        return manifest.shard_paths() if manifest else dataset.expand_file_patterns(patterns)
+
+    def _check(self, files, flag, manifest):
+        s = self.settings
+        built = manifest.settings["options"]["max_seq_length"] if manifest is not None else s.max_seq_length
+        if built != s.max_seq_length:
+            raise ValueError(
+                f"{flag}: {manifest.path} was built with max_seq_length {built}, but --max_seq_length="
+                f"{s.max_seq_length}"
+            )
+        check_records(
+            files, s.max_seq_length, s.max_predictions_per_seq, flag, need_masks=not s.online_masking
+        )
+
+    def train_dataset(self, input_context, start_batch):
+        """Per-replica training batches from global batch number start_batch on."""
+        s = self.settings
+        per_replica = input_context.get_per_replica_batch_size(s.train_batch_size)
+        shapes = {"max_seq_length": s.max_seq_length, "max_predictions_per_seq": s.max_predictions_per_seq}
+        if self.train_manifest is not None:
+            return dataset.manifest_dataset(
+                self.train_manifest, global_batch_size=s.train_batch_size, batch_size=per_replica,
+                input_context=input_context, online_masking=self.masking, seed=s.seed,
+                start_record=start_batch * s.train_batch_size, **shapes,
+            )  # fmt: skip
+        # Each step takes one global batch, shared evenly by the input pipelines (one per worker).
+        skipped = start_batch * s.train_batch_size // input_context.num_input_pipelines
+        return dataset.pretraining_dataset(
+            s.input_file, batch_size=per_replica, is_training=True, input_context=input_context,
+            online_masking=self.masking, seed=s.seed, shuffle_buffer_size=s.shuffle_buffer_size,
+            skip_records=skipped, **shapes,
+        )  # fmt: skip
+
+    def resume_cost(self, start_batch):
+        """A line saying what resuming at start_batch costs, or None when it costs nothing."""
+        if not start_batch:
+            return None
+        records = start_batch * self.settings.train_batch_size
+        if self.train_manifest is not None:
+            return f"input resumes at record {records:,} of {self.train_manifest.path}"
+        first = dataset.expand_file_patterns(self.settings.input_file)[0]
+        compression = dataset.record_compression(first)
+        record = next(iter(tf.data.TFRecordDataset(first, compression_type=compression)))
+        size = records * (len(record.numpy()) + 16) / 1e9
+        return (
+            f"--input_file has no manifest (records of another builder): finding the input position means "
+            f"reading {records:,} records again (about {size:.1f} GB); records built by this version's "
+            "create_pretraining_data resume at once"
+        )
+
+    def eval_dataset(self, input_context):
+        s = self.settings
+        return dataset.pretraining_dataset(
+            self.eval_files, batch_size=input_context.get_per_replica_batch_size(s.eval_batch_size),
+            max_seq_length=s.max_seq_length, max_predictions_per_seq=s.max_predictions_per_seq,
+            is_training=False, input_context=input_context, online_masking=self.masking, seed=s.seed,
+        )  # fmt: skip

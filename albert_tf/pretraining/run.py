@@ -1,0 +1,193 @@
+"""A pretraining run: MLM + SOP on TFRecords under any strategy, resumable, evaluated as it goes.
+
+`run(settings)` does what `python -m albert_tf.run_pretraining` does. A run writes into `output_dir` (a local
+path or any TensorFlow file system: gs://...):
+    checkpoints/            training checkpoints (weights, optimizer, input position, dropout and float16
+                            loss-scale states) every `save_checkpoints_steps`; the last `keep_checkpoint_max`
+                            are kept;
+    train/, eval/           TensorBoard summaries;
+    albert_config.json, spm.model, global_step.json, pretrainer.weights.h5   the model directory, at the end;
+    eval_results.json       held-out metrics after training, with the step evaluated (global_step);
+    eval_history.jsonl      every evaluation, one per line: each --eval_every_steps and the last.
+A run started again with the same settings continues from its last checkpoint and ends with the weights an
+uninterrupted run would have had: the input is a deterministic function of the seed and the position is
+checkpointed (input.py), the only random draws (dropout) come from checkpointed seed-generator
+variables. With `do_train=False` it evaluates the latest checkpoint in output_dir, or init_checkpoint, and
+reports the step those weights were trained to (null when init_checkpoint does not say: a Hugging Face
+directory, a model directory written before global_step.json existed).
+
+The parts: input.py (datasets), trainer.py (model, optimizer, compiled steps), evaluator.py,
+controller.py (the loop, checkpoints, logs), run_log.py.
+"""
+
+import dataclasses
+import json
+
+import keras
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.config import AlbertConfig
+from albert_tf.models import model_dir
+from albert_tf.pretraining.controller import Controller, TrainingError
+from albert_tf.pretraining.evaluator import PretrainingEvaluator
+from albert_tf.pretraining.input import PretrainingInput
+from albert_tf.pretraining.run_log import RunLog
+from albert_tf.pretraining.settings import PretrainingSettings
+from albert_tf.pretraining.trainer import PretrainingTrainer
+from albert_tf.training import distribution
+
+__all__ = ["PretrainingRun", "PretrainingSettings", "TrainingError", "build", "run"]
+EVAL_RESULTS_FILE = "eval_results.json"
+
+
+def _check_batches(settings, replicas):
+    s = settings
+    if s.train_batch_size % (replicas * s.gradient_accumulation_steps):
+        raise ValueError(
+            f"--train_batch_size={s.train_batch_size} must be divisible by the {replicas} replica(s) "
+            f"times --gradient_accumulation_steps={s.gradient_accumulation_steps}"
+        )
+    if s.eval_batch_size % replicas:
+        raise ValueError(
+            f"--eval_batch_size={s.eval_batch_size} must be divisible by the {replicas} replica(s)"
+        )
+
+
+def _training_checkpoint(path):
+    """The prefix of a training checkpoint of ours at path (a prefix, or a folder of them), or None."""
+    prefix = tf.train.latest_checkpoint(path) if file_io.isdir(path) else path
+    if not prefix or not file_io.exists(f"{prefix}.index"):
+        return None
+    names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    return (
+        prefix
+        if "_CHECKPOINTABLE_OBJECT_GRAPH" in names and any(n.startswith("model/") for n in names)
+        else None
+    )
+
+
+def _start_from(trainer, path, log, train):
+    """Loads --init_checkpoint's weights (a training checkpoint's optimizer too when not `train`).
+
+    Returns:
+      (its SentencePiece model or None, the step its weights were trained to or None when it does not say:
+      a training checkpoint's, a model directory's global_step.json, a TF1 checkpoint's global_step).
+    """
+    prefix = _training_checkpoint(path)
+    if prefix:
+        # A run starts a new optimizer; evaluation alone takes the saved one, for its step count.
+        parts = (
+            {"model": trainer.model} if train else {"model": trainer.model, "optimizer": trainer.optimizer}
+        )
+        tf.train.Checkpoint(**parts).restore(prefix).expect_partial()
+        log.line(f"weights from the training checkpoint {prefix}")
+        return None, trainer.step
+    from albert_tf.checkpoints import convert
+
+    conversion = convert.from_any(path)
+    trainer.load_weights_of(conversion.pretrainer, path)
+    for note in conversion.notes:
+        log.line(note)
+    return conversion.spm_model, conversion.global_step
+
+
+@dataclasses.dataclass
+class PretrainingRun:
+    """A built run: its parts, restored from its last checkpoint (or started from init_checkpoint)."""
+
+    settings: PretrainingSettings
+    strategy: tf.distribute.Strategy
+    trainer: PretrainingTrainer
+    inputs: PretrainingInput
+    controller: Controller
+    log: RunLog
+    chief: bool
+    spm_model: str | None
+
+    @property
+    def model(self):
+        return self.trainer.model
+
+    def train(self):
+        return self.controller.train()
+
+    def evaluate(self):
+        return self.controller.evaluate()
+
+
+def build(settings: PretrainingSettings) -> PretrainingRun:
+    """Sets the strategy, precision and seed, and builds the run's parts (see the module docstring)."""
+    s = settings
+    s.check()
+    # First: multi-worker collectives must be configured before TensorFlow runs any op.
+    strategy = distribution.create_strategy(s.strategy, s.tpu)
+    _check_batches(s, strategy.num_replicas_in_sync)
+    keras.utils.set_random_seed(s.seed)
+    distribution.set_precision(s.mixed_precision)
+    chief = distribution.is_chief(strategy)
+    log = RunLog("run_pretraining", s.output_dir, chief)
+    config = AlbertConfig.from_json_file(s.albert_config_file)
+    inputs = PretrainingInput(s, config.vocab_size, log)
+    trainer = PretrainingTrainer(s, strategy, config)
+
+    checkpoint = tf.train.Checkpoint(**trainer.checkpointed())
+    directory = file_io.join(s.output_dir, "checkpoints")
+    if not chief:
+        directory = file_io.join(directory, f"worker_{distribution.task_id(strategy)}")
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=s.keep_checkpoint_max)
+    spm_model = s.spm_model_file
+    step_known = True
+    if manager.latest_checkpoint:
+        status = checkpoint.restore(manager.latest_checkpoint)
+        (status.assert_existing_objects_matched() if s.do_train else status.expect_partial())
+        log.line(f"resumed from {manager.latest_checkpoint} at step {trainer.step}")
+    elif s.init_checkpoint:
+        converted_spm, evaluated_step = _start_from(trainer, s.init_checkpoint, log, s.do_train)
+        spm_model = spm_model or converted_spm
+        if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
+            step_known = evaluated_step is not None
+            trainer.optimizer.iterations.assign(evaluated_step or 0)
+    elif not s.do_train:
+        raise ValueError(f"nothing to evaluate: no checkpoint in {directory} and no --init_checkpoint")
+    if s.init_checkpoint and not spm_model:
+        spm_model = model_dir.spm_model_file(s.init_checkpoint)
+
+    evaluator = None
+    if inputs.eval_files:
+        evaluator = PretrainingEvaluator(strategy, trainer.model, inputs.eval_dataset, s.max_eval_steps)
+    start = int(trainer.batches.numpy())
+    iterator = None
+    if s.do_train and trainer.step < s.num_train_steps:
+        cost = inputs.resume_cost(start)
+        if cost:
+            log.line(cost)
+        iterator = iter(strategy.distribute_datasets_from_function(lambda c: inputs.train_dataset(c, start)))
+    controller = Controller(s, trainer, iterator, manager, log, evaluator, chief, step_known=step_known)
+    return PretrainingRun(s, strategy, trainer, inputs, controller, log, chief, spm_model)
+
+
+def run(settings: PretrainingSettings):
+    """Trains (do_train), evaluates (do_eval), writes the outputs; returns the final eval results or None."""
+    run_ = build(settings)
+    if settings.do_train:
+        run_.train()
+    results = run_.evaluate() if run_.controller.evaluator else None
+    if run_.chief:
+        _write_outputs(run_, results)
+    return results
+
+
+def _write_outputs(run_, results):
+    """The model directory (after training) and eval_results.json; says what went where."""
+    s, log = run_.settings, run_.log
+    if s.do_train:
+        model_dir.save_model_dir(run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.trainer.step)
+        log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
+    if results is not None:
+        path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)
+        file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
+        history = run_.controller.history_path
+        log.line(f"evaluation: {', '.join([path] + ([history] if file_io.exists(history) else []))}")
+    if log.summary_folders():
+        log.line(f"TensorBoard: tensorboard --logdir {s.output_dir}")

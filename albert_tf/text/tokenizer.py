@@ -1,0 +1,179 @@
+"""The ALBERT SentencePiece tokenizer in Python: normalization, the digit-comma rule, ids, pair packing.
+
+`albert_tf.text.tf_tokenizer.InGraphTokenizer` gives the same ids with TensorFlow ops (for exported models and
+online pipelines); tests/text/test_tf_tokenizer.py checks the two agree.
+"""
+
+import dataclasses
+import functools
+
+import numpy as np
+import sentencepiece
+
+from albert_tf import file_io
+from albert_tf.text.normalization import PIECE_PREFIX, preprocess_text
+
+PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
+# The ids the ALBERT recipe gives these pieces (train_tokenizer enforces them; released models have them).
+SPECIAL_IDS = {PAD: 0, UNK: 1, CLS: 2, SEP: 3, MASK: 4}
+
+
+class TokenizerError(ValueError):
+    """A SentencePiece model that cannot serve as an ALBERT tokenizer."""
+
+
+def load_sentencepiece(model_file):
+    """Loads a SentencePiece model and checks it has the ALBERT special pieces at their ids."""
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.Load(model_proto=file_io.read_bytes(model_file))  # any TensorFlow file system: gs:// too
+    except (OSError, RuntimeError) as error:
+        raise TokenizerError(f"{model_file}: not a readable SentencePiece model ({error})") from None
+    for piece, expected in SPECIAL_IDS.items():
+        found = processor.piece_to_id(piece)
+        if found != expected or processor.id_to_piece(expected) != piece:
+            raise TokenizerError(
+                f"{model_file}: expected piece {piece!r} at id {expected}, found it at id {found}; "
+                "train the model with `python -m albert_tf.train_tokenizer`"
+            )
+    return processor
+
+
+def truncated_lengths(length_a, length_b, max_tokens):
+    """Lengths after trimming the longer segment one token at a time (ties trim B) to fit max_tokens.
+
+    The closed form of the original `_truncate_seq_pair`; the in-graph packer uses the same formula.
+    """
+    if length_a + length_b <= max_tokens:
+        return length_a, length_b
+    new_a = min(length_a, max(max_tokens - length_b, (max_tokens + 1) // 2))
+    return new_a, min(length_b, max_tokens - new_a)
+
+
+def _needs_comma_split(piece):
+    """The digit-comma rule's test: a piece that ends in a comma right after a digit."""
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedInputs:
+    """Encoder inputs for one example, each a list of seq_length ints."""
+
+    input_word_ids: list
+    input_mask: list
+    input_type_ids: list
+
+
+class AlbertTokenizer:
+    """Text → SentencePiece pieces and ids, with the original ALBERT normalization.
+
+    Args:
+      model_file: path of a SentencePiece model with <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4.
+      do_lower_case: lowercase before SentencePiece (True for the released uncased models).
+    """
+
+    def __init__(self, model_file, do_lower_case=True):
+        self.model_file = str(model_file)
+        self.do_lower_case = do_lower_case
+        self.sp = load_sentencepiece(model_file)
+        # Ids whose piece the digit-comma rule rewrites: a line without them needs no rewriting.
+        self._comma_ids = frozenset(
+            i for i in range(self.sp.get_piece_size()) if _needs_comma_split(self.sp.id_to_piece(i))
+        )
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            SPECIAL_IDS[p] for p in (PAD, UNK, CLS, SEP, MASK)
+        )
+
+    @property
+    def vocab_size(self):
+        return self.sp.get_piece_size()
+
+    def normalize(self, text):
+        return preprocess_text(text, lower=self.do_lower_case)
+
+    def tokenize(self, text):
+        """Text → pieces (normalized first), with the original's digit-comma rule.
+
+        SentencePiece may glue a comma to the number before it ("▁1990,"); the original re-encodes such a
+        piece without the comma and emits the comma as its own piece, so numbers tokenize the same with or
+        without a following comma.
+        """
+        return self._split_digit_commas(self.normalize(text))
+
+    def _split_digit_commas(self, normalized):
+        pieces = []
+        for piece in self.sp.encode(normalized, out_type=str):
+            if _needs_comma_split(piece):
+                parts = self.sp.encode(piece[:-1].replace(PIECE_PREFIX, ""), out_type=str)
+                if not piece.startswith(PIECE_PREFIX) and parts and parts[0].startswith(PIECE_PREFIX):
+                    parts = parts[1:] if len(parts[0]) == 1 else [parts[0][1:], *parts[1:]]
+                pieces.extend(parts)
+                pieces.append(",")
+            else:
+                pieces.append(piece)
+        return pieces
+
+    def encode(self, text):
+        """Text → list of ids (pieces outside the vocabulary become <unk>)."""
+        return self.encode_batch([text])[0]
+
+    def encode_batch(self, texts):
+        """Texts → lists of ids, SentencePiece encoding them in one call, on this thread.
+
+        SentencePiece's own thread pool costs more to start than it saves on a few lines, and the builder
+        already runs a worker process per core. Only lines whose ids hold a piece the digit-comma rule
+        rewrites (or <unk>, whose piece is not in the vocabulary, next to a comma) go through pieces again.
+        """
+        normalized = [self.normalize(text) for text in texts]
+        out = self.sp.encode(normalized, num_threads=1)
+        for i, ids in enumerate(out):
+            if not self._comma_ids.isdisjoint(ids) or (self.unk_id in ids and "," in normalized[i]):
+                out[i] = [self.sp.piece_to_id(piece) for piece in self._split_digit_commas(normalized[i])]
+        return out
+
+    def decode(self, ids):
+        """Ids → text (special pieces dropped)."""
+        return self.sp.decode([i for i in ids if i not in SPECIAL_IDS.values() or i == self.unk_id])
+
+    def id_to_piece(self, token_id):
+        return self.sp.id_to_piece(token_id)
+
+    @functools.cached_property
+    def surface_lengths(self):
+        """int32 [vocab_size]: the characters of normalized text each piece stands for (its length without
+        the "▁" that marks a word start); 0 for <unk> and the control pieces, which stand for no fixed text.
+        """
+        return np.array(
+            [
+                0 if self.sp.is_unknown(i) or self.sp.is_control(i) else len(piece.replace(PIECE_PREFIX, ""))
+                for i, piece in enumerate(self.sp.id_to_piece(list(range(self.vocab_size))))
+            ],
+            np.int32,
+        )
+
+    def piece_to_id(self, piece):
+        return self.sp.piece_to_id(piece)
+
+    def pack(self, text_a, text_b=None, seq_length=128):
+        """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, trimmed to seq_length and padded with 0.
+
+        Returns:
+          PackedInputs; input_type_ids are 0 up to the first [SEP] included, 1 after.
+        """
+        ids_a = self.encode(text_a)
+        ids_b = self.encode(text_b) if text_b is not None else []
+        specials = 3 if text_b is not None else 2
+        if seq_length < specials:
+            raise ValueError(f"seq_length {seq_length} leaves no room for text after the special tokens")
+        length_a, length_b = truncated_lengths(len(ids_a), len(ids_b), seq_length - specials)
+        ids = [self.cls_id, *ids_a[:length_a], self.sep_id]
+        types = [0] * len(ids)
+        if text_b is not None:
+            ids += [*ids_b[:length_b], self.sep_id]
+            types += [1] * (length_b + 1)
+        padding = seq_length - len(ids)
+        return PackedInputs(
+            input_word_ids=ids + [0] * padding,
+            input_mask=[1] * len(ids) + [0] * padding,
+            input_type_ids=types + [0] * padding,
+        )

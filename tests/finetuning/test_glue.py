@@ -1,0 +1,111 @@
+"""GLUE TSV and generic CSV/JSONL readers, and the classification tf.data pipeline."""
+
+import numpy as np
+import pytest
+
+from albert_tf.finetuning import glue
+from albert_tf.text.tokenizer import AlbertTokenizer
+
+SPM = "data/sample/spm_8k.model"
+
+# Rows in the official layouts (GLUE 1.0 files; texts shortened).
+FILES = {
+    (
+        "cola",
+        "train.tsv",
+    ): "gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tOne more pseudo generalization.\n",
+    ("sst-2", "dev.tsv"): "sentence\tlabel\nit 's a charming journey .\t1\nunflinchingly bleak\t0\n",
+    (
+        "mrpc",
+        "train.tsv",
+    ): "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t702876\t702977\tAmrozi accused.\tHe called.\n",
+    (
+        "sts-b",
+        "dev.tsv",
+    ): "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    "0\tmain-captions\tMSRvid\t2012test\t0000\tnone\tnone\tA man plays.\tA man sings.\t2.500\n",
+    ("qqp", "test.tsv"): "id\tquestion1\tquestion2\n0\tWhy?\tHow?\n",
+    (
+        "mnli",
+        "dev_mismatched.tsv",
+    ): "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2\tlabel1\t"
+    "gold_label\n0\t63735\t63735n\tletters\tx\tx\tx\tx\tYour gift matters.\tIt helps.\tneutral\tneutral\n",
+    (
+        "rte",
+        "train.tsv",
+    ): "index\tsentence1\tsentence2\tlabel\n0\tNo weapons.\tWeapons found.\tnot_entailment\n",
+}
+
+
+def write(tmp_path, task, name, text):
+    folder = tmp_path / task
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return str(folder)
+
+
+def test_official_layouts_are_read(tmp_path):
+    read = {}
+    for (task, name), text in FILES.items():
+        split = {"train.tsv": "train", "dev.tsv": "dev", "test.tsv": "test"}.get(name, "dev_mismatched")
+        read[task] = glue.read_glue(write(tmp_path, task, name, text), task, split)
+    assert read["cola"] == [glue.Example("Our friends won't buy this analysis.", None, 1),
+                            glue.Example("One more pseudo generalization.", None, 0)]  # fmt: skip
+    assert read["sst-2"][0] == glue.Example("it 's a charming journey .", None, 1)
+    assert read["mrpc"] == [glue.Example("Amrozi accused.", "He called.", 1)]
+    assert read["sts-b"] == [glue.Example("A man plays.", "A man sings.", 2.5)]
+    assert read["qqp"] == [glue.Example("Why?", "How?", None)]
+    assert read["mnli"] == [glue.Example("Your gift matters.", "It helps.", 2)]
+    assert read["rte"] == [glue.Example("No weapons.", "Weapons found.", 1)]
+
+
+def test_wrong_column_count_and_unknown_label_name_file_and_line(tmp_path):
+    folder = write(
+        tmp_path, "rte", "dev.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\ta\tb\n"
+    )
+    with pytest.raises(glue.DataError, match=r"rte/dev\.tsv:3: expected 4 tab-separated columns, found 3"):
+        glue.read_glue(folder, "rte", "dev")
+    folder = write(tmp_path, "sst", "train.tsv", "sentence\tlabel\nfine\t1\nodd\t2\n")
+    with pytest.raises(glue.DataError, match=r"train\.tsv:3: label '2' is not one of 0, 1"):
+        glue.read_glue(folder, "sst-2", "train")
+    with pytest.raises(glue.DataError, match="unknown GLUE task 'nope'"):
+        glue.read_glue(folder, "nope", "train")
+
+
+def test_csv_and_jsonl_text_classification(tmp_path):
+    (tmp_path / "a.csv").write_text('text,label\n"Good, really",pos\nBad,neg\n', encoding="utf-8")
+    examples, labels = glue.read_text_classification(str(tmp_path / "a.csv"))
+    assert labels == ("neg", "pos") and examples[0] == glue.Example("Good, really", None, 1)
+    (tmp_path / "b.jsonl").write_text('{"text": "x", "label": "pos"}\n{"text": "y"}\n', encoding="utf-8")
+    with pytest.raises(glue.DataError, match=r"b\.jsonl:2: missing label"):
+        glue.read_text_classification(str(tmp_path / "b.jsonl"))
+    unlabelled, _ = glue.read_text_classification(str(tmp_path / "b.jsonl"), label=None)
+    assert unlabelled == [glue.Example("x", None, None), glue.Example("y", None, None)]
+    with pytest.raises(glue.DataError, match=r"a\.csv:3: label 'neg' is not one of pos"):
+        glue.read_text_classification(str(tmp_path / "a.csv"), labels=("pos",))
+
+
+def test_dataset_packs_like_the_python_tokenizer():
+    examples = [glue.Example("A fine film, 1,000 times.", "I liked it.", 1), glue.Example("Dull.", "Meh", 0)]
+    features, labels = next(iter(glue.classification_dataset(examples, SPM, seq_length=16, batch_size=2)))
+    python = AlbertTokenizer(SPM)
+    for row, example in enumerate(examples):
+        packed = python.pack(example.text_a, example.text_b, 16)
+        assert features["input_word_ids"][row].numpy().tolist() == packed.input_word_ids
+        assert features["input_type_ids"][row].numpy().tolist() == packed.input_type_ids
+    np.testing.assert_array_equal(labels, [1, 0])
+    training = glue.classification_dataset(examples * 3, SPM, seq_length=16, batch_size=4, is_training=True)
+    assert [int(f["input_word_ids"].shape[0]) for f, _ in training] == [4]  # full batches only
+
+
+def test_batches_are_padded_to_their_longest_example_in_steps():
+    short = [glue.Example("Dull.", "Meh", 0)] * 2
+    features, _ = next(
+        iter(glue.classification_dataset(short, SPM, seq_length=128, batch_size=2, pad_to_multiple=8))
+    )
+    longest = len(AlbertTokenizer(SPM).encode("Dull.")) + len(AlbertTokenizer(SPM).encode("Meh")) + 3
+    assert features["input_word_ids"].shape == (2, 8) and longest <= 8
+    fixed, _ = next(
+        iter(glue.classification_dataset(short, SPM, seq_length=128, batch_size=2, pad_to_multiple=None))
+    )
+    assert fixed["input_word_ids"].shape == (2, 128)

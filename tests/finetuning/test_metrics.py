@@ -1,0 +1,36 @@
+"""Metrics against hand computations."""
+
+import pytest
+
+from albert_tf.finetuning import metrics
+
+
+def test_classification_metrics_by_hand():
+    labels, predictions = [1, 0, 1, 1], [1, 1, 1, 0]
+    assert metrics.accuracy(labels, predictions) == 0.5
+    assert metrics.f1(labels, predictions) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))  # tp 2, fn 1, fp 1
+    assert metrics.matthews_correlation(labels, predictions) == pytest.approx(
+        -1 / 3
+    )  # (2·0 − 1·1)/√(3·3·1·1)
+    assert metrics.matthews_correlation([1, 1, 0], [1, 1, 1]) == 0.0  # a constant prediction
+
+
+def test_correlations_by_hand():
+    # x − x̄ = (−1, 0, 1), y − ȳ = (−7/3, −1/3, 8/3): r = 5 / √(2 · 114/9).
+    assert metrics.pearson([1, 2, 3], [2, 4, 7]) == pytest.approx(5 / (2 * 114 / 9) ** 0.5)
+    # Ties share ranks: x → (1, 2.5, 2.5, 4), y → (1, 3, 2, 4): r = 4.5 / √(4.5 · 5).
+    assert metrics.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / (4.5 * 5) ** 0.5)
+
+
+def test_squad_as_the_official_scripts():
+    assert metrics.normalize_answer("The  Cat, sat!") == "cat sat"
+    assert metrics.squad_exact_match("the cat", ["A cat", "dog"]) == 1.0
+    assert metrics.squad_f1("the big cat", ["cat sat", "dog"]) == pytest.approx(0.5)  # 1 of 2 tokens each way
+    assert metrics.squad_exact_match("", []) == 1.0 and metrics.squad_f1("", []) == 1.0  # v2.0 no answer
+    assert metrics.squad_f1("something", []) == 0.0
+    scores = metrics.squad_scores(
+        {"q1": "the cat", "q2": "a dog ran"}, {"q1": ["cat"], "q2": ["dog"], "q3": []}
+    )
+    # q1: EM 1, F1 1; q2: EM 0, F1 2·(1/2·1)/(1/2+1) = 2/3; q3 (missing prediction = ""): EM 1, F1 1.
+    assert scores["exact_match"] == pytest.approx(200 / 3)
+    assert scores["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 3)

@@ -1,0 +1,54 @@
+"""RACE reader and multiple-choice pipeline."""
+
+import json
+
+import numpy as np
+import pytest
+
+from albert_tf.finetuning import race
+from albert_tf.text.tokenizer import AlbertTokenizer
+
+SPM = "data/sample/spm_8k.model"
+RECORD = {
+    "id": "high1.txt",
+    "article": "Tom went to the market. He bought apples.",
+    "questions": ["What did Tom buy?", "Tom went to the _ ."],
+    "options": [["pears", "apples", "bread", "milk"], ["school", "park", "market", "zoo"]],
+    "answers": ["B", "C"],
+}
+
+
+def write(tmp_path, record, split="train", level="high", name="1.txt"):
+    folder = tmp_path / split / level
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(record), encoding="utf-8")
+
+
+def test_reads_questions_with_blanks_and_answers(tmp_path):
+    write(tmp_path, RECORD)
+    examples = race.read_race(str(tmp_path), "train", levels=("high",))
+    assert [e.label for e in examples] == [1, 2]
+    assert examples[0].choices[1] == "What did Tom buy? apples"
+    assert examples[1].choices[2] == "Tom went to the market ."
+    assert examples[1].example_id == "high1.txt-1"
+
+
+def test_bad_answer_and_missing_folder_are_named(tmp_path):
+    write(tmp_path, {**RECORD, "answers": ["B", "E"]})
+    with pytest.raises(race.DataError, match=r"1\.txt: question 1: answer 'E' is not one of A, B, C, D"):
+        race.read_race(str(tmp_path), "train", levels=("high",))
+    with pytest.raises(race.DataError, match=r"dev/high: no RACE files"):
+        race.read_race(str(tmp_path), "dev", levels=("high",))
+
+
+def test_dataset_packs_each_choice_like_the_python_tokenizer(tmp_path):
+    write(tmp_path, RECORD)
+    examples = race.read_race(str(tmp_path), "train", levels=("high",))
+    features, labels = next(iter(race.multiple_choice_dataset(examples, SPM, seq_length=24, batch_size=2)))
+    assert features["input_word_ids"].shape == (2, 4, 24)
+    python = AlbertTokenizer(SPM)
+    for row, example in enumerate(examples):
+        for choice, text in enumerate(example.choices):
+            packed = python.pack(example.article, text, 24)
+            assert features["input_word_ids"][row, choice].numpy().tolist() == packed.input_word_ids
+    np.testing.assert_array_equal(labels, [1, 2])

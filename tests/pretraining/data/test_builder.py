@@ -1,0 +1,273 @@
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.file_io import FolderError
+from albert_tf.pretraining.data.builder import build
+from albert_tf.pretraining.data.instances import InstanceOptions
+from albert_tf.pretraining.data.manifest import SCHEME_VERSION, Manifest, output_paths
+from albert_tf.pretraining.data.units import BuildError, BuildSettings
+from albert_tf.pretraining.dataset import parse_spec
+from albert_tf.text import corpus
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
+
+SETTINGS = BuildSettings(
+    spm_model_file=str(SAMPLE_SPM),
+    options=InstanceOptions(max_seq_length=128, max_predictions_per_seq=20),
+    dupe_factor=1,
+)
+
+
+def _build(tmp_path, name, workers, inputs=(str(SAMPLE_CORPUS),), shards=3, **kwargs):
+    outputs = output_paths(f"{tmp_path}/{name}.tfrecord@{shards}")
+    summary = build(list(inputs), outputs, kwargs.pop("settings", SETTINGS), num_workers=workers, **kwargs)
+    return outputs, summary
+
+
+def _bytes(paths):
+    return [pathlib.Path(path).read_bytes() for path in paths]
+
+
+def _small_corpus(tmp_path, lines=400):
+    text = tmp_path / "small.txt"
+    text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:lines]) + "\n")
+    return text
+
+
+@pytest.mark.slow
+def test_same_bytes_for_one_and_two_workers_and_any_sort_memory_and_paper_statistics(tmp_path):
+    one, summary = _build(tmp_path, "one", 1)
+    two, _ = _build(tmp_path, "two", 2)
+    merged, _ = _build(tmp_path, "merged", 2, sort_memory_bytes=64 * 1024)  # sorted runs merged from disk
+    assert _bytes(one) == _bytes(two) == _bytes(merged)
+    stats = summary.stats
+    assert stats["documents"] == 1283 and stats["instances"] > 3000
+    assert stats["instances"] == sum(1 for path in one for _ in tf.data.TFRecordDataset(path))
+    assert abs(stats["masked"] / stats["tokens"] - 0.15) < 0.01  # max_predictions 20 ≥ 0.15 · 128: no cap
+    masked = stats["masked"]
+    assert abs(stats["masked_as_mask"] / masked - 0.8) < 0.02
+    assert abs(stats["masked_kept"] / masked - 0.1) < 0.02
+    assert abs(stats["label_1"] / stats["instances"] - 0.5) < 0.03
+    assert "masked: 15.0% of tokens" in str(summary) or "masked: 14.9% of tokens" in str(summary)
+    assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+
+
+def test_manifest_holds_settings_inputs_shard_counts_and_statistics(tmp_path):
+    text = _small_corpus(tmp_path)
+    outputs, summary = _build(tmp_path, "m", 1, inputs=[str(text)], shards=4)
+    path = tmp_path / "m.tfrecord.manifest.json"
+    content = json.loads(path.read_text())
+    assert content["scheme_version"] == SCHEME_VERSION == 2
+    assert content["settings"] == {**json.loads(json.dumps(SETTINGS.to_dict())), "block_bytes": 262144}
+    assert content["settings"]["options"]["max_seq_length"] == 128 and content["settings"]["dupe_factor"] == 1
+    assert content["inputs"] == [{"path": str(text), "bytes": text.stat().st_size}]
+    counted = [sum(1 for _ in tf.data.TFRecordDataset(output)) for output in outputs]
+    assert content["shards"] == [
+        {"file": f"m.tfrecord-0000{i}-of-00004", "records": counted[i]} for i in range(4)
+    ]
+    assert (
+        min(counted) > 0 and sum(counted) == content["statistics"]["instances"] == summary.stats["instances"]
+    )
+    assert content["statistics"]["documents"] == summary.stats["documents"] > 10
+    assert Manifest.load(str(path)) == summary.manifest and str(path) in str(summary)
+
+
+def _passages(paths, seq, predictions):
+    """For each record in order: its first 12 tokens after [CLS], unmasked (a passage's copies share them)."""
+    spec = parse_spec(seq, predictions)
+    keys = []
+    for record in tf.data.TFRecordDataset(paths):
+        example = {k: v.numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
+        ids = example["input_ids"].copy()
+        count = int(example["masked_lm_weights"].sum())
+        ids[example["masked_lm_positions"][:count]] = example["masked_lm_ids"][:count]
+        keys.append(ids[1:13].tobytes())
+    return keys
+
+
+def _median_spread(keys):
+    """Median over passages with several copies of (last position - first position) / records."""
+    positions = {}
+    for position, key in enumerate(keys):
+        positions.setdefault(key, []).append(position)
+    spreads = [(p[-1] - p[0]) / len(keys) for p in positions.values() if len(p) > 1]
+    assert len(spreads) > 100
+    return statistics.median(spreads)
+
+
+def test_copies_of_a_passage_spread_like_a_random_permutation(tmp_path):
+    """The output is a global shuffle: on a corpus of many work units (16 files), the copies of a passage
+    (dupe_factor 4) lie as far apart as under a random permutation of the same records."""
+    documents = SAMPLE_CORPUS.read_text(encoding="utf-8").split("\n\n")[:640]
+    inputs = []
+    for part in range(16):
+        path = tmp_path / f"part-{part:02d}.txt"
+        path.write_text("\n\n".join(documents[part::16]) + "\n")
+        inputs.append(str(path))
+    settings = BuildSettings(
+        spm_model_file=str(SAMPLE_SPM),
+        options=InstanceOptions(max_seq_length=64, max_predictions_per_seq=10),
+        dupe_factor=4,
+    )
+    outputs, _ = _build(tmp_path, "spread", 1, inputs=inputs, shards=3, settings=settings)
+    keys = _passages(outputs, 64, 10)
+    ours = _median_spread(keys)
+    permuted = _median_spread([keys[i] for i in np.random.default_rng(0).permutation(len(keys))])
+    assert ours >= 0.8 * permuted, (ours, permuted)
+
+
+def test_records_parse_with_the_original_feature_spec(tmp_path):
+    text = _small_corpus(tmp_path)
+    outputs, _ = _build(tmp_path, "gz", 1, inputs=[str(text)], settings=BuildSettings(
+        spm_model_file=str(SAMPLE_SPM), options=SETTINGS.options, dupe_factor=1, gzip=True))  # fmt: skip
+    spec = parse_spec(128, 20)
+    dataset = tf.data.TFRecordDataset(outputs, compression_type="GZIP").map(
+        lambda r: tf.io.parse_single_example(r, spec)
+    )
+    for example in dataset.take(50):
+        length = int(tf.reduce_sum(example["input_mask"]))
+        ids = example["input_ids"].numpy()
+        assert ids[0] == 2 and ids[length - 1] == 3 and not ids[length:].any()
+        assert int(example["next_sentence_labels"][0]) in (0, 1)
+
+
+def test_empty_corpus_short_documents_and_a_file_in_the_way_are_clear_errors_and_leave_no_folder(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    with pytest.raises(BuildError, match=r"empty corpus: .*empty\.txt hold no text"):
+        _build(tmp_path, "e", 1, inputs=[str(empty)])
+    short = tmp_path / "short.txt"
+    short.write_text("a\n\nb\n")
+    with pytest.raises(BuildError, match=r"no instances: all 2 documents .* too short"):
+        _build(tmp_path, "s", 2, inputs=[str(short)])
+    with pytest.raises(BuildError, match=r"no instances"):  # its folders are made, then removed again
+        build([str(short)], [str(tmp_path / "nowhere" / "deeper" / "x")], SETTINGS)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FolderError, match=r"--output_file: .*file, the folder of .*file/x, is a file"):
+        build([str(short)], [str(tmp_path / "file" / "x")], SETTINGS)
+    elsewhere = f"{tmp_path}/file/m/x.json"
+    with pytest.raises(FolderError, match=r"--manifest_file: cannot make the folder .*file/m for"):
+        build([str(short)], [str(tmp_path / "new" / "x")], SETTINGS, manifest_file=elsewhere)
+    with pytest.raises(BuildError, match="--dupe_factor must be at least 1, got 0"):
+        BuildSettings(spm_model_file=str(SAMPLE_SPM), dupe_factor=0)
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "file", "short.txt"]
+
+
+def test_missing_folders_of_the_shards_and_the_manifest_are_made(tmp_path):
+    text = _small_corpus(tmp_path)
+    outputs = output_paths(f"{tmp_path}/records/train@2")
+    manifest = tmp_path / "manifests" / "of" / "train.json"
+    build([str(text)], outputs, SETTINGS, manifest_file=str(manifest))
+    assert sorted(os.listdir(tmp_path / "records")) == ["train-00000-of-00002", "train-00001-of-00002"]
+    shards = [os.path.normpath(path) for path in Manifest.load(str(manifest)).shard_paths()]
+    assert shards == outputs and all(os.path.getsize(path) for path in shards)
+
+
+def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
+    good = _small_corpus(tmp_path, lines=3000).read_bytes()
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(good + b"\n\nA fine sentence here.\nbroken \xff line\n")  # in the file's last block
+    line = good.count(b"\n") + 4
+    old = tmp_path / "out.tfrecord-00000-of-00003"
+    old.write_bytes(b"previous run")
+    (tmp_path / "small.txt").unlink()
+    with pytest.raises(corpus.CorpusError, match=rf"bad\.txt:{line}: invalid UTF-8"):
+        _build(tmp_path, "out", 2, inputs=[str(bad)])
+    assert old.read_bytes() == b"previous run"
+    assert sorted(os.listdir(tmp_path)) == ["bad.txt", "out.tfrecord-00000-of-00003"]
+    replace = BuildSettings(
+        spm_model_file=str(SAMPLE_SPM), options=SETTINGS.options, dupe_factor=1, errors="replace"
+    )
+    _, summary = _build(tmp_path, "out", 1, inputs=[str(bad)], settings=replace)
+    assert summary.stats["replaced_lines"] == 1 and old.read_bytes() != b"previous run"
+
+
+def _peak_rss_mb(corpus_path, tmp_path):
+    """(main process, largest worker) peak RSS in MB of a 2-worker build in a fresh process: one shard,
+    sorted in runs of 2 MB (on either corpus the shard is larger than that: 3 and 30 MB).
+
+    The main's peak is VmHWM: ru_maxrss would carry this pytest process's peak over fork and exec.
+    """
+    script = (
+        "import resource, sys\n"
+        "from albert_tf.pretraining.data.builder import build\n"
+        "from albert_tf.pretraining.data.units import BuildSettings\n"
+        "from albert_tf.pretraining.data.instances import InstanceOptions\n"
+        "if __name__ == '__main__':\n"
+        f"    outputs = [{str(tmp_path)!r} + '/mem']\n"
+        f"    build([{str(corpus_path)!r}], outputs, BuildSettings("
+        f"spm_model_file={str(SAMPLE_SPM)!r}, options=InstanceOptions(max_seq_length=128), dupe_factor=1), "
+        "num_workers=2, sort_memory_bytes=2 << 20)\n"
+        "    status = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
+        "    print(int(status) / 1024, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
+    return tuple(float(x) for x in out.split())
+
+
+@pytest.mark.slow
+def test_peak_memory_barely_grows_with_a_ten_times_larger_corpus(tmp_path):
+    big = tmp_path / "big.txt"
+    text = SAMPLE_CORPUS.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    with big.open("w", encoding="utf-8") as file:
+        for _ in range(10):
+            file.write(text)
+    small_main, small_worker = _peak_rss_mb(SAMPLE_CORPUS, tmp_path)
+    big_main, big_worker = _peak_rss_mb(big, tmp_path)
+    assert big_main < small_main * 1.25, (small_main, big_main)
+    assert big_worker < small_worker * 1.25, (small_worker, big_worker)
+    assert max(big_main, big_worker) < 200  # The target is 1 GB; it takes well under 100 MB.
+
+
+@pytest.mark.slow
+def test_command_line_train_tokenizer_then_create_pretraining_data_local_and_beam_into_new_folders(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True)
+
+    tokenizer = run(
+        "albert_tf.train_tokenizer",
+        f"--input={SAMPLE_CORPUS}",
+        f"--model_prefix={tmp_path}/spm/albert",  # spm/ is made
+        "--vocab_size=2000",
+        "--num_threads=2",
+    )
+    assert tokenizer.returncode == 0, tokenizer.stderr
+    spm = tmp_path / "spm"
+    assert (spm / "albert.model").exists() and (spm / "albert.vocab").read_text().startswith("<pad>\t")
+    for runner in ("local", "beam"):
+        created = run(
+            "albert_tf.create_pretraining_data",
+            f"--input_file={SAMPLE_CORPUS}",
+            f"--output_file={tmp_path}/{runner}/r.tfrecord@2",  # local/ and beam/ are made
+            f"--spm_model_file={spm}/albert.model",
+            "--max_seq_length=64",
+            "--max_predictions_per_seq=10",
+            "--dupe_factor=1",
+            "--num_workers=2",
+            f"--runner={runner}",
+        )
+        assert created.returncode == 0, created.stderr
+        assert "instances" in created.stdout and "sentence order" in created.stdout
+        # Beam's local workers: no attempt at Prism (a binary download), and no INFO lines of theirs.
+        assert "Prism" not in created.stderr and "sdk harness starting" not in created.stderr, created.stderr
+    names = ["r.tfrecord-00000-of-00002", "r.tfrecord-00001-of-00002", "r.tfrecord.manifest.json"]
+    assert sorted(os.listdir(tmp_path / "beam")) == sorted(os.listdir(tmp_path / "local")) == names
+    assert _bytes([tmp_path / "local" / n for n in names]) == _bytes([tmp_path / "beam" / n for n in names])
+    missing = run(
+        "albert_tf.create_pretraining_data",
+        f"--input_file={tmp_path}/nothing/*.txt",
+        f"--output_file={tmp_path}/c.tfrecord",
+        f"--spm_model_file={spm}/albert.model",
+    )
+    assert missing.returncode != 0
+    assert (
+        "create_pretraining_data: error: --input_file: " in missing.stderr
+        and "matches no file" in missing.stderr
+    )

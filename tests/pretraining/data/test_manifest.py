@@ -1,0 +1,57 @@
+import pytest
+
+from albert_tf.pretraining.data.manifest import (
+    SCHEME_VERSION,
+    Manifest,
+    RecordPosition,
+    default_manifest_path,
+    output_paths,
+)
+
+
+def test_output_paths_expand_sharded_names_and_name_the_manifest():
+    paths = output_paths("out/train.tfrecord@3")
+    assert paths == [f"out/train.tfrecord-0000{i}-of-00003" for i in range(3)]
+    assert default_manifest_path(paths) == "out/train.tfrecord.manifest.json"
+    assert output_paths(" a.tfrecord, b.tfrecord ,") == ["a.tfrecord", "b.tfrecord"]
+    assert default_manifest_path(["a.tfrecord", "b.tfrecord"]) == "a.tfrecord.manifest.json"
+    with pytest.raises(ValueError, match=r"--output_file: 'x@0' asks for 0 shards"):
+        output_paths("x@0")
+    with pytest.raises(ValueError, match="--output_file names a file twice"):
+        output_paths("a,a")
+    with pytest.raises(ValueError, match="--output_file is empty"):
+        output_paths(" , ")
+
+
+MANIFEST = Manifest(
+    settings={"gzip": False},
+    inputs=[],
+    shards=[{"file": "a", "records": 3}, {"file": "b", "records": 0}, {"file": "c", "records": 2}],
+    statistics={},
+    path="dir/m.manifest.json",
+)
+
+
+def test_locate_by_counts():
+    # By hand: records a0 a1 a2 c0 c1, then again.
+    expected = [(0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 2, 0), (0, 2, 1), (1, 0, 0), (1, 0, 1)]
+    assert [tuple(MANIFEST.locate(n)) for n in range(7)] == expected
+    assert MANIFEST.locate(5 * 40 + 4) == RecordPosition(epoch=40, shard=2, record=1)
+    with pytest.raises(ValueError, match="record_offset must be at least 0, got -1"):
+        MANIFEST.locate(-1)
+
+
+def test_json_round_trip_and_errors(tmp_path):
+    path = str(tmp_path / "m.manifest.json")
+    written = Manifest(**{**MANIFEST.__dict__, "path": path})
+    written.write()
+    assert Manifest.load(path) == written and [p.name for p in tmp_path.iterdir()] == ["m.manifest.json"]
+    assert written.shard_paths() == [str(tmp_path / name) for name in "abc"]
+    (tmp_path / "old.json").write_text(
+        written.to_json().replace(f'"scheme_version": {SCHEME_VERSION}', '"scheme_version": 1')
+    )
+    with pytest.raises(ValueError, match=r"old\.json: scheme_version 1, this reader knows 2"):
+        Manifest.load(str(tmp_path / "old.json"))
+    (tmp_path / "bad.json").write_text('{"shards": []}')
+    with pytest.raises(ValueError, match=r"bad\.json is not a pretraining-data manifest"):
+        Manifest.load(str(tmp_path / "bad.json"))

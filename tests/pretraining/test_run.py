@@ -1,0 +1,466 @@
+"""The pretraining loop and `python -m albert_tf.run_pretraining`, on tiny synthetic records.
+
+Records are written with TensorFlow's own tf.train.Example and TFRecordWriter (not our builder), with ids
+below the tiny vocabulary of 97.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import features
+from albert_tf.checkpoints import convert, tf1_variables
+from albert_tf.models import model_dir
+from albert_tf.pretraining import dataset, losses
+from albert_tf.pretraining.controller import TrainingError
+from albert_tf.pretraining.run import build, run
+from albert_tf.pretraining.settings import PretrainingSettings
+from tests.helpers import run_on_two_devices, run_on_two_workers, tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEQ, PREDICTIONS, VOCAB = 16, 3, 97
+
+
+def write_records(
+    path, count, seed, seq=SEQ, predictions=PREDICTIONS, ids_below=VOCAB, with_masks=True, masked=False
+):
+    """`count` records of random ids in [5, ids_below); without masks, only what online masking needs.
+    With `masked`, input_ids show [MASK] (4) at about 80% of the masked positions, a random id at 10%."""
+    rng, masking = np.random.default_rng(seed), np.random.default_rng(seed + 1000)
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(count):
+            length = int(rng.integers(8, seq + 1))
+            ids = np.zeros(seq, np.int64)
+            ids[:length] = rng.integers(5, ids_below, size=length)
+            ids[0], ids[length - 1] = 2, 3
+            mask = (np.arange(seq) < length).astype(np.int64)
+            positions = np.sort(rng.choice(np.arange(1, length - 1), size=predictions, replace=False))
+            int64 = {
+                "input_ids": ids,
+                "input_mask": mask,
+                "segment_ids": ((np.arange(seq) >= length // 2) * mask).astype(np.int64),
+                "token_boundary": mask,
+                "masked_lm_positions": positions,
+                "masked_lm_ids": ids[positions],
+                "next_sentence_labels": [int(rng.integers(0, 2))],
+            }
+            if masked:
+                shown = ids.copy()
+                draw = masking.random(predictions)
+                random_ids = masking.integers(5, ids_below, predictions)
+                shown[positions] = np.where(draw < 0.8, 4, np.where(draw < 0.9, random_ids, ids[positions]))
+                int64["input_ids"] = shown
+            if not with_masks:
+                del int64["masked_lm_positions"], int64["masked_lm_ids"]
+            feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in int64.items()}
+            if with_masks:
+                weights = tf.train.FloatList(value=[1.0] * predictions)
+                feature["masked_lm_weights"] = tf.train.Feature(float_list=weights)
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("pretraining")
+    train = [str(directory / f"train-{i}.tfrecord") for i in range(2)]
+    for index, path in enumerate(train):
+        write_records(path, 48, seed=index)
+    write_records(str(directory / "eval.tfrecord"), 20, seed=9, masked=True)
+    # Dropout on, so that resuming must restore the random draws too; comparisons of batch splits (replicas,
+    # micro-batches, XLA) use the config without dropout, as dropout masks depend on how a batch is split.
+    config, exact = str(directory / "albert_config.json"), str(directory / "no_dropout.json")
+    tiny_config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1).to_json_file(config)
+    tiny_config().to_json_file(exact)
+    train = ",".join(train)
+    return {"config": config, "exact": exact, "train": train, "eval": str(directory / "eval.tfrecord")}
+
+
+def settings(data, output_dir, **changes):
+    values = dict(
+        albert_config_file=data["config"],
+        input_file=data["train"],
+        eval_input_file=data["eval"],
+        output_dir=str(output_dir),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        train_batch_size=8,
+        eval_batch_size=4,
+        learning_rate=0.01,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        save_checkpoints_steps=3,
+        steps_per_loop=2,
+        log_every_steps=2,
+        shuffle_buffer_size=32,
+    )
+    values.update(changes)
+    return PretrainingSettings(**values)
+
+
+def exact_settings(data, output_dir, eval_input_file=None):
+    """A run whose result does not depend on how batches are split: no dropout. Its global gradient norm is
+    above 1 (checked below), so clipping binds and must act on the sum over replicas."""
+    return settings(
+        data, output_dir, albert_config_file=data["exact"], eval_input_file=eval_input_file, optimizer="adamw"
+    )
+
+
+def cross_entropy(logits, labels):
+    """Softmax cross-entropy in float64 NumPy: logits [..., C], integer labels [...]."""
+    logits = np.asarray(logits, np.float64)
+    log_probs = logits - logits.max(-1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_probs, np.asarray(labels)[..., None], axis=-1)[..., 0]
+
+
+def flags_of(run_settings):
+    return [f"--{name}={value}" for name, value in vars(run_settings).items() if value is not None]
+
+
+def weights(directory):
+    """name → array of a model directory's weights file."""
+    arrays = {}
+    with h5py.File(os.path.join(directory, model_dir.WEIGHTS_FILE), "r") as file:
+        file.visititems(
+            lambda name, item: arrays.__setitem__(name, item[()]) if hasattr(item, "shape") else None
+        )
+    assert len(arrays) > 20
+    return arrays
+
+
+def assert_same_weights(a, b, atol=0.0):
+    first, second = weights(a), weights(b)
+    assert first.keys() == second.keys()
+    for name in first:
+        np.testing.assert_allclose(first[name], second[name], rtol=0, atol=atol, err_msg=name)
+
+
+def run_module(args, env=None, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_pretraining", *args],
+        cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+# In-process runs ------------------------------------------------------------------------------------------
+
+
+def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
+    results = run(settings(data, tmp_path))
+    names = ("masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss", "sentence_order_accuracy")
+    baselines = ("masked_lm_baseline_accuracy", "masked_lm_context_free_accuracy")
+    assert set(results) == {*names, *baselines, "global_step"}
+    assert results["global_step"] == 6
+    assert json.loads((tmp_path / "eval_results.json").read_text()) == pytest.approx(results)
+    # The baseline: the most frequent target's share of the held-out masked positions, read here from the
+    # records themselves (all 20 are evaluated, every weight is 1).
+    targets, shown = [], []  # each masked position's target and the input id the record shows there
+    for record in tf.data.TFRecordDataset(data["eval"]).as_numpy_iterator():
+        feature = tf.train.Example.FromString(record).features.feature
+        inputs = feature["input_ids"].int64_list.value
+        targets += feature["masked_lm_ids"].int64_list.value
+        shown += [inputs[position] for position in feature["masked_lm_positions"].int64_list.value]
+    assert len(targets) == 20 * PREDICTIONS
+    assert results["masked_lm_baseline_accuracy"] == pytest.approx(
+        max(targets.count(id_) for id_ in targets) / len(targets)
+    )
+    # Without context: copy the shown id where it is not [MASK] (4), else the most frequent such target.
+    at_mask = [target for target, id_ in zip(targets, shown, strict=True) if id_ == 4]
+    kept = sum(target == id_ for target, id_ in zip(targets, shown, strict=True))
+    assert 0 < kept < len(targets) - len(at_mask)  # some kept, some randomly replaced
+    assert results["masked_lm_context_free_accuracy"] == pytest.approx(
+        (kept + max(at_mask.count(id_) for id_ in at_mask)) / len(targets)
+    )
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("*.index")) == [
+        "ckpt-3.index",
+        "ckpt-6.index",
+    ]
+    assert list((tmp_path / "train").glob("events.out.tfevents.*")) and list(
+        (tmp_path / "eval").glob("events.*")
+    )
+    pretrainer = model_dir.load_pretrainer(str(tmp_path))
+    assert pretrainer.encoder.config.hidden_size == 14
+    # The loaded weights are the trained ones: the loaded model gives the run's held-out losses, computed
+    # here by hand over all 20 eval records (the run evaluated them in batches of 4).
+    (batch,) = dataset.pretraining_dataset(
+        data["eval"],
+        batch_size=20,
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        is_training=False,
+    )
+    outputs = pretrainer({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
+    mlm_ce = cross_entropy(outputs["mlm_logits"], batch["masked_lm_ids"])
+    weights = batch["masked_lm_weights"].numpy()
+    assert np.sum(weights * mlm_ce) / np.sum(weights) == pytest.approx(results["masked_lm_loss"], rel=1e-5)
+    sop_ce = cross_entropy(outputs["sop_logits"], batch["sentence_order_label"])
+    assert np.mean(sop_ce) == pytest.approx(results["sentence_order_loss"], rel=1e-5)
+
+
+def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
+    run(exact_settings(data, tmp_path / "one"))
+    run(dataclasses.replace(exact_settings(data, tmp_path / "two"), gradient_accumulation_steps=2))
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+
+
+def test_accumulation_must_divide_the_batch(data, tmp_path):
+    with pytest.raises(
+        ValueError, match="--train_batch_size=8 must be divisible .* --gradient_accumulation_steps=3"
+    ):
+        run(settings(data, tmp_path, gradient_accumulation_steps=3))
+
+
+def _trained_mlm_losses(run_settings):
+    """(held-out masked-LM loss before training, after it, the run) for a run built from run_settings."""
+    run_ = build(run_settings)
+    before = run_.evaluate()["masked_lm_loss"]
+    run_.train()
+    return before, run_.evaluate()["masked_lm_loss"], run_
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_mixed_precision_trains_like_float32(data, tmp_path, precision):
+    before, full, _ = _trained_mlm_losses(
+        exact_settings(data, tmp_path / "float32", eval_input_file=data["eval"])
+    )
+    keras.config.set_dtype_policy("float32")
+    mixed_settings = exact_settings(data, tmp_path / precision, eval_input_file=data["eval"])
+    start, mixed, run_ = _trained_mlm_losses(dataclasses.replace(mixed_settings, mixed_precision=precision))
+    assert run_.model.encoder.compute_dtype == precision and run_.model.encoder.variable_dtype == "float32"
+    # Both start from the same weights, and training moves the loss; the low-precision run follows float32.
+    assert abs(start - before) < 1e-3 and before - full > 5e-3, (before, full)
+    assert abs(mixed - full) < 0.1 * (before - full), (before, full, mixed)
+
+
+def test_online_masking_trains_on_records_without_stored_masks(tmp_path):
+    # Records with token_boundary but no masked_lm_* features: only the masks drawn in the pipeline can
+    # train the model. Ids below 10 give the masked-LM head something to learn in a few steps.
+    for name, count, seed in (("train", 96, 0), ("eval", 20, 9)):
+        write_records(str(tmp_path / f"{name}.tfrecord"), count, seed, ids_below=10, with_masks=False)
+    tiny_config().to_json_file(tmp_path / "albert_config.json")
+    files = {"config": str(tmp_path / "albert_config.json"), "train": str(tmp_path / "train.tfrecord"),
+             "eval": str(tmp_path / "eval.tfrecord")}  # fmt: skip
+    before, after, _ = _trained_mlm_losses(settings(files, tmp_path / "run", online_masking=True))
+    assert after < before - 0.1, (before, after)
+
+
+def test_xla_gives_the_same_weights(data, tmp_path):
+    run(exact_settings(data, tmp_path / "eager"))
+    run(dataclasses.replace(exact_settings(data, tmp_path / "xla"), jit_compile=True))
+    assert_same_weights(tmp_path / "eager", tmp_path / "xla", atol=1e-5)
+
+
+def test_records_of_another_length_are_named_with_both_values(data, tmp_path):
+    path = str(tmp_path / "long.tfrecord")
+    write_records(path, 2, seed=3, seq=32)
+    expected = (
+        r"--input_file: .*long\.tfrecord was built with input_ids of length 32, but --max_seq_length=16"
+    )
+    with pytest.raises(ValueError, match=expected):
+        run(settings(data, tmp_path / "out", input_file=path))
+    with pytest.raises(ValueError, match=r"--eval_input_file: .*masked_lm_positions of length 3, but "
+                       r"--max_predictions_per_seq=5"):  # fmt: skip
+        dataset.check_records(data["eval"], SEQ, 5, "--eval_input_file")
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
+    run_settings = settings(data, tmp_path, optimizer="adamw", learning_rate=1e30, num_warmup_steps=0)
+    with pytest.raises(TrainingError, match=r"not finite at step \d+.*Last good checkpoint: none"):
+        run(run_settings)
+    assert not (tmp_path / model_dir.WEIGHTS_FILE).exists()
+
+
+def write_tf1_release(pretrainer, folder):
+    """Our weights as an original TF1 release: albert_config.json, model.ckpt-best with the original names."""
+    os.makedirs(folder)
+    pretrainer.encoder.config.to_json_file(os.path.join(folder, "albert_config.json"))
+    tensors = {}
+    for name, variable in tf1_variables.tf1_variable_map(pretrainer).items():
+        value = np.asarray(variable)
+        tensors[name] = value.T if name in tf1_variables.TRANSPOSED else value
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(folder, "model.ckpt-best"), tensor_names=names,
+        shape_and_slices=[""] * len(names), tensors=[tf.constant(tensors[n]) for n in names],
+    )  # fmt: skip
+
+
+def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(data, tmp_path):
+    run(settings(data, tmp_path / "first", eval_input_file=None))
+    trained = model_dir.load_pretrainer(str(tmp_path / "first"))
+    convert.to_hf(str(tmp_path / "first"), str(tmp_path / "hf"))
+    write_tf1_release(trained, str(tmp_path / "tf1"))
+    for source in ("first", "hf", "tf1", "first/checkpoints"):
+        # A SentencePiece model given as well must not keep the weights from loading.
+        spm = str(tmp_path / "first" / "albert_config.json") if source == "first" else None
+        run_ = build(
+            settings(
+                data,
+                tmp_path / f"from_{source[:5]}",
+                init_checkpoint=str(tmp_path / source),
+                spm_model_file=spm,
+            )
+        )
+        assert run_.trainer.step == 0  # weights only: a new run
+        for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
+            np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs), err_msg=source)
+    other = str(tmp_path / "wide.json")
+    tiny_config(hidden_size=22).to_json_file(other)
+    with pytest.raises(ValueError, match=r"--init_checkpoint=.*hf holds another architecture"):
+        build(settings(data, tmp_path / "wide", init_checkpoint=str(tmp_path / "hf"),
+                                   albert_config_file=other))  # fmt: skip
+
+
+def event_steps(folder):
+    """tag → sorted steps of the scalars in a TensorBoard folder."""
+    steps = {}
+    for path in tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                steps.setdefault(value.tag, []).append(event.step)
+    return {tag: sorted(found) for tag, found in steps.items()}
+
+
+def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_checkpoint_and_its_step(
+    data, tmp_path
+):
+    results = run(settings(data, tmp_path / "run", eval_every_steps=2))
+    lines = (tmp_path / "run" / "eval_history.jsonl").read_text().splitlines()
+    history = [json.loads(line) for line in lines]
+    assert [entry["global_step"] for entry in history] == [2, 4, 6]
+    assert history[-1] == pytest.approx(results) and history[0] != pytest.approx(results)
+    assert event_steps(tmp_path / "run" / "eval")["masked_lm_loss"] == [2, 4, 6]
+    assert event_steps(tmp_path / "run" / "eval")["masked_lm_baseline_accuracy"] == [2, 4, 6]
+    assert event_steps(tmp_path / "run" / "train")["masked_lm_baseline_accuracy"] == [2, 4, 6]
+    assert all(
+        entry["masked_lm_baseline_accuracy"] == results["masked_lm_baseline_accuracy"] for entry in history
+    )
+    # Evaluation alone, reporting the step of the weights it evaluates: the run's latest checkpoint, a model
+    # directory (global_step.json), a training checkpoint, and a Hugging Face directory (no step: null).
+    again = run(settings(data, tmp_path / "run", do_train=False))
+    assert again == pytest.approx(results) and results["global_step"] == 6
+    assert model_dir.global_step(tmp_path / "run") == 6
+    from_dir = run(settings(data, tmp_path / "eval", do_train=False, init_checkpoint=str(tmp_path / "run")))
+    assert from_dir == pytest.approx(results)
+    assert not (tmp_path / "eval" / model_dir.WEIGHTS_FILE).exists()  # evaluation writes no model
+    assert json.loads((tmp_path / "eval" / "eval_results.json").read_text()) == pytest.approx(from_dir)
+    earlier = str(tmp_path / "run" / "checkpoints" / "ckpt-3")
+    from_checkpoint = run(settings(data, tmp_path / "ckpt", do_train=False, init_checkpoint=earlier))
+    metrics = {name: value for name, value in results.items() if name != "global_step"}
+    assert from_checkpoint.pop("global_step") == 3 and from_checkpoint != pytest.approx(
+        metrics
+    )  # other weights
+    convert.to_hf(str(tmp_path / "run"), str(tmp_path / "hf"))
+    from_hf = run(settings(data, tmp_path / "hf_eval", do_train=False, init_checkpoint=str(tmp_path / "hf")))
+    assert from_hf.pop("global_step") is None and from_hf == pytest.approx(metrics, rel=1e-5)
+    history = (tmp_path / "hf_eval" / "eval_history.jsonl").read_text().splitlines()
+    assert [json.loads(line)["global_step"] for line in history] == [None]
+    with pytest.raises(
+        ValueError, match="nothing to evaluate: no checkpoint in .*empty.* and no --init_checkpoint"
+    ):
+        run(settings(data, tmp_path / "empty", do_train=False))
+    with pytest.raises(ValueError, match="evaluation needs --eval_input_file"):
+        run(settings(data, tmp_path / "no_eval", eval_input_file=None, eval_every_steps=2))
+
+
+def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
+    run_ = build(exact_settings(data, tmp_path))
+    batch = next(
+        iter(run_.strategy.distribute_datasets_from_function(lambda c: run_.inputs.train_dataset(c, 0)))
+    )
+    with tf.GradientTape() as tape:
+        outputs = run_.model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=True)
+        sums = losses.pretraining_sums(batch, outputs)
+        loss = losses.pretraining_loss(sums, tf.reduce_sum(batch["masked_lm_weights"]), 8.0)
+    assert float(tf.linalg.global_norm(tape.gradient(loss, run_.model.trainable_variables))) > 1.5
+
+
+# The command line, distribution and preemption (separate processes) ---------------------------------------
+
+
+@pytest.mark.slow
+def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
+    result = run_module(flags_of(settings(data, tmp_path)))
+    assert "run_pretraining: step 6/6 | loss " in result.stderr and "examples/s | ETA" in result.stderr
+    assert re.search(
+        r"step 6/6 \| .* mlm_acc 0\.\d{4} \(most frequent token 0\.\d{4}, without context \d\.\d{4}\) \| "
+        r"sop_acc",
+        result.stderr,
+    )
+    assert re.search(r"eval at step 6: .*masked_lm_baseline_accuracy 0\.\d{4}", result.stderr)
+    assert (tmp_path / "eval_results.json").exists()
+    typo = run_module([*flags_of(settings(data, tmp_path / "typo")), "--num_train_step=3"], check=False)
+    assert (
+        typo.returncode != 0
+        and "num_train_step" in typo.stderr
+        and "Unknown command line flag" in typo.stderr
+    )
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
+    run_settings = settings(data, tmp_path / "whole", num_train_steps=1000, save_checkpoints_steps=4,
+                            steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
+    run_module(flags_of(run_settings))
+    interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    first = tmp_path / "killed" / "checkpoints" / "ckpt-8.index"
+    deadline = time.time() + 300
+    while not first.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "killed" / model_dir.WEIGHTS_FILE).exists(), "the run ended before it was killed"
+    resumed = run_module(interrupted)
+    assert "resumed from" in resumed.stderr
+    assert_same_weights(tmp_path / "whole", tmp_path / "killed")
+
+
+@pytest.mark.slow
+def test_mirrored_over_two_devices_matches_one_device(data, tmp_path):
+    base = exact_settings(data, tmp_path / "one")
+    run_module(flags_of(base))
+    two = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="mirrored"))
+    run_on_two_devices("albert_tf.run_pretraining", two)
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+
+
+@pytest.mark.slow
+def test_multi_worker_on_loopback_matches_one_process(data, tmp_path):
+    # One file and no shuffling: the file is then split record by record between the workers (0, 2, 4, ... and
+    # 1, 3, 5, ...), so each step's global batch holds the records the single process batches together.
+    single_file = data["train"].split(",")[0]
+    base = dataclasses.replace(
+        exact_settings(data, tmp_path / "one"),
+        input_file=single_file,
+        shuffle_buffer_size=1,
+        eval_input_file=data["eval"],
+    )
+    run_module(flags_of(base))
+    args = flags_of(
+        dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
+    )
+    run_on_two_workers("albert_tf.run_pretraining", [args, args])
+    # Worker 0 wrote the model directory; worker 1 only its own checkpoints.
+    assert (tmp_path / "two" / "checkpoints" / "worker_1").is_dir()
+    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+    # Evaluation reads every held-out record once across the workers, as the single process does.
+    one, two = (json.loads((tmp_path / name / "eval_results.json").read_text()) for name in ("one", "two"))
+    assert one == pytest.approx(two, rel=1e-5)

@@ -1,0 +1,75 @@
+"""The package's layering: a folder imports only what its `__init__.py` docstring allows (imports go down)."""
+
+import ast
+import pathlib
+
+import albert_tf
+
+PACKAGE = pathlib.Path(albert_tf.__file__).parent
+FOUNDATION = {"config", "features", "file_io", "file_systems", "tf_startup"}
+# What each part may import besides itself and the foundation modules (top-level modules with no folder).
+# Entry points (the other top-level modules) may import anything and nothing imports them but entry points.
+ALLOWED = {
+    "foundation": set(),
+    "text": set(),
+    "layers": set(),
+    "models": {"layers"},
+    "checkpoints": {"models", "layers"},
+    "training": set(),
+    "pretraining.data": {"text"},
+    "pretraining": {"pretraining.data", "checkpoints", "models", "layers", "text", "training"},
+    "finetuning": {"models", "layers", "text", "training"},
+    "serving": {"models", "layers", "text", "albert_tf.finetuning.span_decoding"},  # a part or one module
+}
+
+
+def _part(module):
+    """albert_tf.pretraining.data.units → "pretraining.data"; albert_tf.file_io → "foundation"."""
+    names = module.split(".")[1:]
+    if not names:
+        return "package"
+    if names[0] in FOUNDATION:
+        return "foundation"
+    if names[:2] == ["pretraining", "data"]:
+        return "pretraining.data"
+    if (PACKAGE / names[0]).is_dir():
+        return names[0]
+    return "entry point"
+
+
+def _imports(path):
+    """albert_tf modules a file imports, at any depth (imports inside functions too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            # `from albert_tf.text import corpus` imports albert_tf.text.corpus.
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "albert_tf"}
+
+
+def _allowed(importer, name):
+    imported = _part(name)
+    if importer == "entry point" or imported in (importer, "foundation", "package"):
+        return True
+    return any(allowed in (imported, name) or name.startswith(allowed + ".") for allowed in ALLOWED[importer])
+
+
+def test_imports_only_go_down():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = _part(".".join(("albert_tf", *path.relative_to(PACKAGE).with_suffix("").parts)))
+        for name in sorted(_imports(path)):
+            if not _allowed(importer, name):
+                upward.append(f"{path.relative_to(PACKAGE.parent)} ({importer}) imports {name}")
+    assert not upward, "imports that go up or sideways:\n" + "\n".join(upward)
+
+
+def test_every_folder_says_what_it_holds_and_may_import():
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        if init.parent == PACKAGE:
+            continue
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert docstring, f"{init} has no docstring"
+        assert "May import:" in docstring, f"{init}: its docstring does not say what the folder may import"
