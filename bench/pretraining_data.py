@@ -26,7 +26,7 @@ SAMPLE = REPO / "data" / "sample"
 PREVIOUS = "6543acc9d224"  # the last commit with the streaming builder
 MOVED = {
     "albert_tf.data.pretraining_instances": "albert_tf.pretraining.data.instances",
-    "albert_tf.data.tfrecord_writer": "albert_tf.pretraining.data.tfrecord_writer",
+    "albert_tf.data.tfrecord_writer": "albert_tf.pretraining.data.records",
     "albert_tf.data.tokenizer": "albert_tf.text.tokenizer",
 }
 

@@ -11,7 +11,7 @@ Memory: a worker holds one block's instances in pass 1 and one shard in pass 2 (
 sort_memory_bytes, sorted runs of that size merged from disk), whatever the corpus size. The scratch disk
 holds the output once more until the end. The bytes are those of beam.py's pipeline.
 
-Nothing here imports TensorFlow: TFRecords are framed in Python (tfrecord_writer.py), which keeps the main
+Nothing here imports TensorFlow: TFRecords are framed in Python (records.py), which keeps the main
 process small (importing TensorFlow alone takes 600 MB) and the workers quick to start.
 """
 

@@ -15,7 +15,7 @@ import bisect
 import dataclasses
 
 from albert_tf import features
-from albert_tf.pretraining.data.example_encoding import serialize_example
+from albert_tf.pretraining.data.records import serialize_example
 from albert_tf.text.tokenizer import truncated_lengths
 
 # Pieces the original treats as a word by themselves (`_is_start_piece_sp`).

@@ -14,7 +14,7 @@ import struct
 import tempfile
 
 from albert_tf.file_systems import LocalFiles
-from albert_tf.pretraining.data.tfrecord_writer import TFRecordWriter
+from albert_tf.pretraining.data.records import TFRecordWriter
 
 KEY_BYTES = 24
 SORT_MEMORY_BYTES = 256 * 1024 * 1024  # the default budget (--sort_memory_mb)

@@ -25,7 +25,7 @@ from albert_tf import file_io
 from albert_tf.file_io import write_atomically
 from albert_tf.pretraining.data.instances import InstanceMaker, InstanceOptions, Vocabulary
 from albert_tf.pretraining.data.manifest import Manifest, relative_name
-from albert_tf.pretraining.data.tfrecord_writer import TFRecordWriter
+from albert_tf.pretraining.data.records import TFRecordWriter
 from albert_tf.text import corpus
 from albert_tf.text.tokenizer import AlbertTokenizer
 

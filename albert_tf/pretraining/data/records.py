@@ -1,14 +1,22 @@
-"""tf.train.Example serialization in pure Python (the builder's workers run without TensorFlow).
+"""TFRecords of tf.train.Examples, written without TensorFlow (importing it costs each builder worker 600 MB
+and seconds).
 
-Wire format (tensorflow/core/example/example.proto): Example{1: Features{1: map<string, Feature>}},
+Examples (tensorflow/core/example/example.proto): Example{1: Features{1: map<string, Feature>}},
 Feature{2: FloatList{1: packed float}, 3: Int64List{1: packed int64}}. Map entries are written in sorted key
 order and empty lists as empty messages, as TensorFlow's deterministic serialization does.
-tests/pretraining/data/test_example_encoding.py parses the bytes
-with TensorFlow and compares with tf.train.Example.
+
+Files (tensorflow/core/lib/io/record_writer.cc): each record is uint64 length, masked CRC32C of the length,
+data, masked CRC32C of the data, little-endian. GZIP files are standard gzip streams (what
+TFRecordDataset's "GZIP" reads), written with mtime 0 so the bytes depend on the records only.
+
+tests/pretraining/data/test_records.py parses both with TensorFlow and compares with its own.
 """
 
 import functools
+import gzip
 import struct
+
+import google_crc32c
 
 
 def _varint(value):
@@ -103,3 +111,39 @@ def serialize_example(int64_features, float_features=None):
             entries.append(_entry_header(name, b"\x12", len(packed)))  # Feature.float_list
         entries.append(packed)
     return _message(b"\x0a", b"".join(entries))  # Example.features
+
+
+def masked_crc32c(data):
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+class TFRecordWriter:
+    """Writes records to path; a context manager. GZIP-compressed with gzip_compressed=True.
+
+    open_file(path) opens it for binary writing (file_systems.BeamFiles().open_write for gs:// and the like).
+    """
+
+    def __init__(self, path, gzip_compressed=False, open_file=None):
+        self._raw = open_file(path) if open_file else open(path, "wb")  # noqa: SIM115 (closed by close())
+        self._out = (
+            gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=6)
+            if (gzip_compressed)
+            else self._raw
+        )
+
+    def write(self, record):
+        length = struct.pack("<Q", len(record))
+        self._out.write(length + struct.pack("<I", masked_crc32c(length)) + record)
+        self._out.write(struct.pack("<I", masked_crc32c(record)))
+
+    def close(self):
+        if self._out is not self._raw:
+            self._out.close()
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.pretraining.data.example_encoding import serialize_example
-from albert_tf.pretraining.data.tfrecord_writer import TFRecordWriter
+from albert_tf.pretraining.data.records import TFRecordWriter, serialize_example
 
 
 def _tf_example(int64_features, float_features):
