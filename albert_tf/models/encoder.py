@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from albert_tf.config import AlbertConfig
+from albert_tf.features import ENCODER_INPUTS
 from albert_tf.layers.attention_block import AttentionBlock
 from albert_tf.layers.embeddings import AlbertEmbedding
 from albert_tf.layers.feed_forward_block import FeedForwardBlock
@@ -52,10 +53,7 @@ class AlbertEncoder(keras.Model):
             config = AlbertConfig.from_dict(config)
         initializer_range = config.initializer_range
 
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("input_word_ids", "input_mask", "input_type_ids")
-        }
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS}
         embeddings = AlbertEmbedding(
             vocab_size=config.vocab_size,
             embedding_size=config.embedding_size,

@@ -2,6 +2,7 @@
 
 import keras
 
+from albert_tf.features import ENCODER_INPUTS, PRETRAINER_INPUTS
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.models.encoder import AlbertEncoder
@@ -37,11 +38,8 @@ class AlbertPretrainer(HeadModel):
 
     def __init__(self, encoder: AlbertEncoder, **kwargs):
         config = encoder.config
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
-        }
-        encoded = encoder({name: inputs[name] for name in ("input_word_ids", "input_mask", "input_type_ids")})
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in PRETRAINER_INPUTS}
+        encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
         masked_lm = MaskedLMHead(
             encoder.embeddings.word_embeddings,
             hidden_act=config.hidden_act,

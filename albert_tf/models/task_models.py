@@ -13,11 +13,11 @@ works with compile / fit / evaluate / predict and loads a pretrained model direc
 import keras
 from keras import ops
 
+from albert_tf.features import ENCODER_INPUTS
 from albert_tf.models import model_dir
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.head_model import HeadModel
 
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # Added to span logits at padding: no softmax or top-k over a row picks a padded position.
 PADDING_LOGIT = -10000.0
 

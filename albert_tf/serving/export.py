@@ -38,6 +38,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import file_io
+from albert_tf.features import ENCODER_INPUTS
 from albert_tf.finetuning import span_decoding
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
@@ -52,7 +53,6 @@ CPU = "/device:CPU:0"
 # Rows per sub-batch (sub_batches.py): 4 to 16 gave the same throughput with ALBERT-base on a 2-core CPU,
 # 1.6-1.8x that of whole batches (0), bench/serving.py; a GPU server may prefer 0.
 SUB_BATCH_SIZE = 8
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # The model outputs each task serves from token ids (span v2.0 models add answerable_logits), and those with
 # a value per token.
 OUTPUTS = {
