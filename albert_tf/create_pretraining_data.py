@@ -110,9 +110,9 @@ def main(argv):
                 **common,
             )
         else:
-            from albert_tf.pretraining.data import builder
+            from albert_tf.pretraining.data import local
 
-            summary = builder.build(
+            summary = local.build(
                 inputs, outputs, settings, num_workers=FLAGS.num_workers, progress=progress, **common
             )
     except ValueError as error:  # CorpusError, BuildError, TokenizerError and bad flag values

@@ -1,5 +1,6 @@
-"""Every file albert_tf reads or writes goes through here: local paths, or any file system TensorFlow has
-(gs://, s3:// with tensorflow-io, hdfs://, ram://), through `tf.io.gfile`.
+"""Files albert_tf reads or writes go through here: local paths, or any file system TensorFlow has (gs://,
+s3:// with tensorflow-io, hdfs://, ram://), through `tf.io.gfile`. The exception is the pretraining-data
+builder's input and output, which go through file_systems.py (the os module, or Apache Beam's file systems).
 
 Writers publish: a file is written under a temporary name in its folder and renamed over its path, so a
 reader sees the old content or the new, never half of it. On a local disk the rename is atomic. Object

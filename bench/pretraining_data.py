@@ -6,7 +6,7 @@ builder (streaming, not globally shuffled) measured in the same run.
 Builds records from the bundled sample corpus repeated SCALE times, each build in a fresh process:
 - previous: the builder this one replaced (git commit PREVIOUS: blocks in corpus order through a 10,000-record
   shuffle buffer, round-robin to the outputs), checked out of git into a temporary folder;
-- local: `create_pretraining_data --runner=local` (albert_tf.pretraining.data.builder), --workers processes;
+- local: `create_pretraining_data --runner=local` (albert_tf.pretraining.data.local), --workers processes;
 - beam: `--runner=beam` with Beam's FnApiRunner in --workers processes (multi_processing mode).
 Prints instances/s over the build (reading, tokenizing, masking, sorting, writing; imports excluded; Beam's
 pipeline start-up included), the peak RSS (VmHWM) of the main process and of the largest child, and the ratio
@@ -46,7 +46,7 @@ if __name__ == "__main__":
         from albert_tf.pretraining.data.units import BuildSettings
         settings = BuildSettings(spm_model_file=spm, options=options, dupe_factor=int(dupe))
         if runner == "local":
-            from albert_tf.pretraining.data.builder import build
+            from albert_tf.pretraining.data.local import build
             summary = build([corpus], outputs, settings, num_workers=int(workers))
         else:
             from albert_tf.pretraining.data.beam import build

@@ -1,7 +1,10 @@
-"""The package's layering: a folder imports only what its `__init__.py` docstring allows (imports go down)."""
+"""The package's layering: a folder imports only what its `__init__.py` docstring allows (imports go down),
+and the records builder loads without TensorFlow."""
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import albert_tf
 
@@ -73,3 +76,14 @@ def test_every_folder_says_what_it_holds_and_may_import():
         docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert docstring, f"{init} has no docstring"
         assert "May import:" in docstring, f"{init}: its docstring does not say what the folder may import"
+
+
+def test_the_records_builder_starts_without_tensorflow():
+    """Every module of pretraining/data/ (and what it imports: text, features, file_io, file_systems) loads
+    without TensorFlow or Keras: each builder worker would pay 600 MB for them."""
+    modules = sorted(path.stem for path in (PACKAGE / "pretraining" / "data").glob("*.py"))
+    code = "".join(f"import albert_tf.pretraining.data.{name}\n" for name in modules if name != "__init__")
+    code += "import sys\nprint(sorted({n.split('.')[0] for n in sys.modules} & {'tensorflow', 'keras'}))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"the builder's modules import {result.stdout.strip()}"

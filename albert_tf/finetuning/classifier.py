@@ -1,8 +1,8 @@
-"""Fine-tuning a classifier (GLUE or a CSV/JSONL dataset) with Keras `fit`, keeping the best evaluation.
+"""Fine-tuning a classifier (GLUE or a CSV/JSONL dataset), keeping the best evaluation.
 
-`run(settings)` does what `python -m albert_tf.run_classifier` does (the loop: loop.py):
-AlbertClassifier from a model directory, trained with cross-entropy (mean squared error for
-regression), evaluated on the dev set with the task's GLUE metrics; in `output_dir` a model directory whose
+`run(settings)` does what `python -m albert_tf.run_classifier` does (the loop: albert_tf/finetuning/loop.py):
+AlbertClassifier from a model directory, trained with cross-entropy (mean squared error for regression),
+evaluated on the dev set with the task's GLUE metrics; in `output_dir` a model directory whose
 `task_model.keras` is the best evaluation's model (ready for `export_saved_model --task=classifier`),
 `eval_results.json` and, with do_predict, `test_results.tsv`.
 """

@@ -7,5 +7,5 @@ evaluations with controller.py, evaluates with evaluator.py, and reports with ru
 the MLM + SOP losses and metrics.
 
 May import: text, training, models, layers, checkpoints (run.py, for --init_checkpoint) and the top-level
-modules (config, features, file_io, file_systems, tf_startup).
+modules.
 """

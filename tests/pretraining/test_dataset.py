@@ -8,8 +8,8 @@ import tensorflow as tf
 from albert_tf import features
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.pretraining.data.builder import build
 from albert_tf.pretraining.data.instances import InstanceOptions
+from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.units import BuildSettings
 from albert_tf.pretraining.dataset import (
     OnlineMasking,

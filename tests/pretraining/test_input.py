@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.pretraining.data.builder import build
 from albert_tf.pretraining.data.instances import InstanceOptions
+from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.manifest import output_paths
 from albert_tf.pretraining.data.units import BuildSettings
 from albert_tf.pretraining.input import PretrainingInput, find_manifest

@@ -1,5 +1,5 @@
 """The pretraining-data builder: a text corpus → SOP (or NSP) instances → globally shuffled TFRecord shards
-and a manifest; the same bytes from local processes (builder) or Apache Beam (beam).
+and a manifest; the same bytes from processes on this machine (local) or Apache Beam (beam).
 
 units: the work (blocks of input files) shared by both runners; instances: documents → masked instances;
 manifest: what a build wrote; shard_sorting: key-sorted shards; records: tf.train.Example bytes and

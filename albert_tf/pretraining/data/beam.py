@@ -1,5 +1,5 @@
 """The pretraining-data build as an Apache Beam pipeline (`create_pretraining_data --runner=beam`): Dataflow,
-Flink, Spark, or local processes; the bytes of the local builder (builder.py), whatever the runner.
+Flink, Spark, or local processes; the bytes of the local runner (local.py), whatever the runner.
 
     input files → tasks (blocks) → instances keyed by hash(seed, unit, index), by shard (key range)
       → GroupByKey(shard) → sort by key, write the shard to a temporary name (shard_sorting.write_shard)
@@ -160,7 +160,7 @@ def build(
     manifest_file=None,
     sort_memory_bytes=shard_sorting.SORT_MEMORY_BYTES,
 ):
-    """Runs the build as a Beam pipeline; arguments and result as builder.build.
+    """Runs the build as a Beam pipeline; arguments and result as local.build.
 
     Args:
       pipeline_options: comma-separated Beam options, as `--beam_pipeline_options` (pipeline_arguments).

@@ -1,5 +1,5 @@
-"""The work of a pretraining-data build, shared by its runners (builder: local processes;
-beam: Apache Beam).
+"""The work of a pretraining-data build, shared by its runners (local.py: processes on this machine;
+beam.py: Apache Beam).
 
 Work units are blocks: block b of input file f (in sorted order) holds the documents that start in bytes
 [b · BLOCK_BYTES, (b + 1) · BLOCK_BYTES) of that file (corpus.read_blocks), so a unit is named without a

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from albert_tf.pretraining.data import beam, builder
+from albert_tf.pretraining.data import beam, local
 from albert_tf.pretraining.data.instances import InstanceOptions
 from albert_tf.pretraining.data.manifest import output_paths
 from albert_tf.pretraining.data.units import BuildSettings
@@ -40,7 +40,7 @@ def test_beam_in_process_and_in_two_processes_writes_the_local_builders_bytes(tm
         (tmp_path / name).mkdir()
         paths = output_paths(f"{tmp_path}/{name}/train.tfrecord@3")
         if name == "local":
-            summary = builder.build(inputs, paths, SETTINGS, num_workers=2)
+            summary = local.build(inputs, paths, SETTINGS, num_workers=2)
         else:
             workers = 1 if name == "in_process" else 2
             summary = beam.build(inputs, paths, SETTINGS, num_workers=workers)

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.file_io import FolderError
-from albert_tf.pretraining.data.builder import build
 from albert_tf.pretraining.data.instances import InstanceOptions
+from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.manifest import SCHEME_VERSION, Manifest, output_paths
 from albert_tf.pretraining.data.units import BuildError, BuildSettings
 from albert_tf.pretraining.dataset import parse_spec
@@ -197,7 +197,7 @@ def _peak_rss_mb(corpus_path, tmp_path):
     """
     script = (
         "import resource, sys\n"
-        "from albert_tf.pretraining.data.builder import build\n"
+        "from albert_tf.pretraining.data.local import build\n"
         "from albert_tf.pretraining.data.units import BuildSettings\n"
         "from albert_tf.pretraining.data.instances import InstanceOptions\n"
         "if __name__ == '__main__':\n"
