@@ -1,5 +1,5 @@
-"""The package's layering: a folder imports only what its `__init__.py` docstring allows (imports go down),
-and the records builder loads without TensorFlow."""
+"""The package's layering: a folder imports only the parts ALLOWED names (what its `__init__.py` docstring
+says), so imports go down; and the records builder loads without TensorFlow."""
 
 import ast
 import pathlib
