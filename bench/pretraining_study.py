@@ -1,6 +1,6 @@
 """Does pretraining learn? SOP vs NSP on a real corpus, and fine-tuning from pretraining vs random init.
 
-    pip install -e ".[bench]" && python bench/pretraining_study.py          # about 60 minutes on 2 cores
+    pip install -e ".[bench]" && python bench/pretraining_study.py          # 46 minutes on 2 cores
     python bench/pretraining_study.py --quick --work_dir=runs/study_quick    # the same stages in minutes
 
 Stages, each skipped when its output exists (so a stopped study resumes; run_pretraining resumes itself):
@@ -37,9 +37,9 @@ OBJECTIVES = ("sop", "nsp")
 INITS = ("sop", "nsp", "random")
 SEEDS = (1, 2, 3)
 
-# One tiny recipe for both objectives, never tuned on a downstream dev split. The learning rate was 1e-3 for
-# the run bench/README.md reports; with the initialization fixed since, 1e-3 collapses the tiny model to the
-# most frequent token (held-out pretraining records of the quick start and of this study), hence 5e-4.
+# One tiny recipe for both objectives, never tuned on a downstream dev split. The learning rate was 1e-3
+# before the initialization fix; with it, 1e-3 collapses the tiny model to the most frequent token (held-out
+# records of the quick start), hence 5e-4 (bench/README.md reports the run of this recipe).
 FULL = dict(
     corpus_mb=None,  # all of it
     vocab_size=8000,
