@@ -15,6 +15,7 @@ write locally without importing it; TensorFlow is imported for the first remote 
 
 import contextlib
 import glob as local_glob
+import io
 import os
 import shutil
 import tempfile
@@ -152,9 +153,37 @@ def open_file(path, mode="r", encoding="utf-8", newline=None):
     handle = _gfile().GFile(path, mode.replace("t", "").replace("b", "") + "b")
     if binary:
         return handle
-    import io
+    raw = _RawGFile(handle)
+    buffered = io.BufferedReader(raw) if raw.readable() else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffered, encoding=encoding, newline=newline)
 
-    return io.TextIOWrapper(handle, encoding=encoding, newline=newline)
+
+class _RawGFile(io.RawIOBase):
+    """A binary GFile as a raw stream: io.TextIOWrapper needs readable(), readinto() and the like, which GFile
+    lacks (text over a bare GFile fails with "'GFile' object has no attribute 'readable'")."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def readable(self):
+        return self._handle.mode.startswith("r")
+
+    def writable(self):
+        return not self.readable()
+
+    def readinto(self, buffer):
+        data = self._handle.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def write(self, data):
+        self._handle.write(bytes(data))
+        return len(data)
+
+    def close(self):
+        if not self.closed:
+            self._handle.close()
+        super().close()
 
 
 def read_bytes(path):

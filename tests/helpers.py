@@ -57,6 +57,17 @@ SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
 SAMPLE_SPM = REPO / "data" / "sample" / "spm_8k.model"
 
 
+def small_spm(folder, vocab_size=90):
+    """A real SentencePiece model with fewer pieces than tiny_config's 97, trained on the sample corpus's
+    first 2,000 lines (a second or two); returns its path."""
+    from albert_tf.text import spm_training
+
+    text = pathlib.Path(folder) / "small_spm.txt"
+    text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:2000]) + "\n")
+    spm_training.train([str(text)], str(pathlib.Path(folder) / "small_spm"), vocab_size=vocab_size)
+    return str(pathlib.Path(folder) / "small_spm.model")
+
+
 _TWO_DEVICES_SCRIPT = """
 import runpy, sys
 import albert_tf, tensorflow as tf

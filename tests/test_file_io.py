@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.finetuning import classifier
+from albert_tf.finetuning import classifier, glue
 from albert_tf.models import model_dir
 from albert_tf.pretraining.run import run
 from albert_tf.pretraining.settings import PretrainingSettings
@@ -42,6 +42,27 @@ def test_files_are_written_whole_and_replaced(ram):
     assert file_io.read_bytes(path) == b"second" and file_io.listdir(os.path.dirname(path)) == ["b.txt"]
     with pytest.raises(FileNotFoundError, match="no such file"):
         file_io.read_bytes(file_io.join(ram, "missing"))
+
+
+def test_text_files_read_and_write_on_any_file_system_and_the_readers_take_them(ram):
+    """Text mode over a GFile (it lacks readable()/readinto()), and the readers that take a path: GLUE's
+    TSV, CSV and JSONL text classification."""
+    path = file_io.join(ram, "notes.txt")
+    with file_io.open_file(path, "w") as file:
+        file.write("première ligne\nsecond line\n" * 5000)  # more than one buffer
+    with file_io.open_file(path) as file:
+        lines = file.read().splitlines()
+    assert lines[:2] == ["première ligne", "second line"] and len(lines) == 10_000
+    for name, text in (
+        ("train.csv", 'text,label\n"a, quoted",x\nplain,y\n'),
+        ("train.jsonl", '{"text": "a, quoted", "label": "x"}\n{"text": "plain", "label": "y"}\n'),
+    ):
+        file_io.write_atomically(file_io.join(ram, name), text.encode())
+        examples, labels = glue.read_text_classification(file_io.join(ram, name))
+        assert [e.text_a for e in examples] == ["a, quoted", "plain"] and tuple(labels) == ("x", "y"), name
+    file_io.makedirs(file_io.join(ram, "SST-2"))
+    file_io.write_atomically(file_io.join(ram, "SST-2", "dev.tsv"), b"sentence\tlabel\ngood\t1\nbad\t0\n")
+    assert [e.label for e in glue.read_glue(file_io.join(ram, "SST-2"), "sst-2", "dev")] == [1, 0]
 
 
 def test_a_folder_is_published_with_its_files_or_not_at_all(ram, tmp_path):

@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.models import model_dir
+from albert_tf.text.tokenizer import check_fits_vocabulary
 from albert_tf.training import distribution, replicated_update
 from albert_tf.training.loss_scale import DynamicLossScale
 from albert_tf.training.optimizers import AdamWeightDecay
@@ -78,7 +79,9 @@ class FineTuningRun:
         self.spm = model_dir.spm_model_file(s.model_dir)
         if not self.spm:
             raise FileNotFoundError(f"{s.model_dir} has no spm.model")
-        positions = model_dir.load_config(s.model_dir).max_position_embeddings
+        config = model_dir.load_config(s.model_dir)
+        check_fits_vocabulary(self.spm, config.vocab_size, file_io.join(s.model_dir, model_dir.CONFIG_FILE))
+        positions = config.max_position_embeddings
         if s.max_seq_length > positions:
             raise ValueError(
                 f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"

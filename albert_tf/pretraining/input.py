@@ -14,6 +14,7 @@ from albert_tf import file_io
 from albert_tf.pretraining import dataset
 from albert_tf.pretraining.data.manifest import MANIFEST_SUFFIX, default_manifest_path
 from albert_tf.pretraining.dataset import OnlineMasking, check_records
+from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load_sentencepiece
 
 
 def find_manifest(patterns, flag):
@@ -40,6 +41,7 @@ class PretrainingInput:
     def __init__(self, settings, vocab_size, log):
         s = self.settings = settings
         self.log = log
+        self.vocab_size = vocab_size
         self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
         self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
         self.eval_files = None
@@ -62,9 +64,26 @@ class PretrainingInput:
                 f"{flag}: {manifest.path} was built with max_seq_length {built}, but --max_seq_length="
                 f"{s.max_seq_length}"
             )
+        if manifest is not None:
+            self._check_tokenizer(flag, manifest)
         check_records(
             files, s.max_seq_length, s.max_predictions_per_seq, flag, need_masks=not s.online_masking
         )
+
+    def _check_tokenizer(self, flag, manifest):
+        """The records hold ids of the SentencePiece model their manifest names: it must fit the model's
+        vocabulary, and be --spm_model_file when that is given (compared by content: a copy is the same)."""
+        s = self.settings
+        built = manifest.settings.get("spm_model_file")
+        if not built or not file_io.exists(built):
+            return  # moved or deleted since the build: nothing to compare with
+        pieces = check_fits_vocabulary(built, self.vocab_size, s.albert_config_file)
+        if s.spm_model_file and file_io.read_bytes(s.spm_model_file) != file_io.read_bytes(built):
+            given = load_sentencepiece(s.spm_model_file).get_piece_size()
+            raise TokenizerError(
+                f"{flag}: {manifest.path} was built with {built} ({pieces:,} pieces), not with "
+                f"--spm_model_file={s.spm_model_file} ({given:,} pieces): its ids mean other pieces"
+            )
 
     def train_dataset(self, input_context, start_batch):
         """Per-replica training batches from global batch number start_batch on."""

@@ -35,6 +35,7 @@ from albert_tf.pretraining.input import PretrainingInput
 from albert_tf.pretraining.run_log import RunLog
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.pretraining.trainer import PretrainingTrainer
+from albert_tf.text.tokenizer import check_fits_vocabulary
 from albert_tf.training import distribution
 
 __all__ = ["PretrainingRun", "PretrainingSettings", "TrainingError", "build", "run"]
@@ -152,6 +153,8 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
         raise ValueError(f"nothing to evaluate: no checkpoint in {directory} and no --init_checkpoint")
     if s.init_checkpoint and not spm_model:
         spm_model = model_dir.spm_model_file(s.init_checkpoint)
+    if spm_model:  # before the first step: an id past the embedding table fails mid-graph, or reads zeros
+        check_fits_vocabulary(spm_model, config.vocab_size, s.albert_config_file)
 
     evaluator = None
     if inputs.eval_files:

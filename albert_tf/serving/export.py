@@ -14,8 +14,9 @@ Signatures:
                         text [batch], choices [batch, num_choices] → multiple_choice: logits, probabilities
     preprocess        the same strings → input_word_ids, input_mask, input_type_ids (not for span or
                       multiple_choice)
-    serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs; a [CLS]
-                      after position 0 counts as padding (what TF Serving's batching pads with)
+    serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs; the trailing
+                      run of [CLS] in a row counts as padding (what TF Serving's batching pads with);
+                      masked positions outside [0, width) are refused
     classify/regress  (classifier) serialized tf.Example [batch] with "text" [and "text_b"] bytes features,
                       for TF Serving's Classify and Regress APIs: classes (label names) + scores, or outputs.
 
@@ -44,7 +45,7 @@ from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
-from albert_tf.text.tokenizer import AlbertTokenizer
+from albert_tf.text.tokenizer import AlbertTokenizer, check_fits_vocabulary
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
 CLASSIFY_METHOD = "tensorflow/serving/classify"
@@ -83,6 +84,21 @@ def _ids(name, shape=(None, None)):
 def class_names(model):
     """A classifier's class names: its labels, or "0", "1", ... when it has none."""
     return list(model.labels) if model.labels else [str(i) for i in range(model.num_classes)]
+
+
+def _positions_in_range(positions, width):
+    """An assertion that every masked position p of int [batch, P] satisfies 0 <= p < width; the error names
+    the first offending row, its position and the width (InvalidArgument through TF Serving)."""
+    bad = tf.where((positions < 0) | (positions >= width))[:1]  # [0 or 1, 2]: the first bad (row, column)
+    # The message's values are computed whether or not the check fails: padded with 0 for an empty request.
+    row = tf.concat([bad[:, 0], [0]], axis=0)[0]
+    value = tf.concat([tf.gather_nd(positions, bad), [0]], axis=0)[0]
+    return tf.debugging.Assert(
+        tf.shape(bad)[0] == 0,
+        ["serve_token_ids: masked_lm_positions row", row, "holds", value,
+         "outside the row's length (the input_word_ids width)", width],
+        name="masked_lm_positions_in_range",
+    )  # fmt: skip
 
 
 class _Functions:
@@ -144,11 +160,24 @@ class _Functions:
         return outputs
 
     def token_ids(self, features):
-        """serve_token_ids. TF Serving's batching pads a request narrower than its batch with each tensor's
-        first element (tensorflow_serving/batching/batching_util.h): [CLS] and mask 1. A [CLS] after
-        position 0 is such padding: masked out, so real tokens' outputs do not change."""
+        """serve_token_ids. TF Serving's batching pads a request narrower than its batch at the end of each
+        row with the tensor's first element (tensorflow_serving/batching/batching_util.cc, PadTensor):
+        [CLS], mask 1, and the first masked position. So the trailing run of [CLS] after a row's last other
+        token is padding and is masked out; a [CLS] followed by a real token is a token (real tokens' outputs
+        do not change either way). Masked positions must lie in [0, width): a wrapped negative or a position
+        past the row would read another token than the Keras model does."""
         ids = features["input_word_ids"]
-        padding = (ids == self.tokenizer.cls_id) & (tf.range(tf.shape(ids)[-1]) > 0)
+        width = tf.shape(ids)[-1]
+        checks = [tf.debugging.assert_positive(width, message="serve_token_ids: input_word_ids has width 0; "
+                                               "every row needs at least its [CLS] token")]  # fmt: skip
+        if "masked_lm_positions" in features:
+            checks.append(_positions_in_range(features["masked_lm_positions"], width))
+        with tf.control_dependencies(checks):
+            position = tf.range(width)
+        last_other = tf.reduce_max(
+            tf.where(ids != self.tokenizer.cls_id, position, 0), axis=-1, keepdims=True
+        )  # the last position that is not [CLS] (0 when there is none)
+        padding = position > last_other
         return self.run({**features, "input_mask": tf.where(padding, 0, features["input_mask"])})
 
     def preprocess(self, text, text_b=None):
@@ -168,11 +197,19 @@ class _Functions:
         return outputs
 
     def choices(self, text, choices):
-        """text [batch] (passage and question), choices [batch, num_choices] → scores per choice."""
-        count = tf.shape(choices)[1]
-        repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
-        features = self.pack(repeated, tf.reshape(choices, [-1]))
+        """text [batch] (passage and question), choices [batch, num_choices] → scores per choice. Another
+        choice count is refused: regrouped, 2 questions of 1 choice would be scored as one of 2."""
         num_choices = self.model.num_choices
+        count = tf.shape(choices)[1]
+        check = tf.debugging.Assert(
+            tf.equal(count, num_choices),
+            ["multiple_choice: the request has", count, "choices per question, but this model scores",
+             num_choices],
+            name="choice_count",
+        )  # fmt: skip
+        with tf.control_dependencies([check]):
+            repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
+        features = self.pack(repeated, tf.reshape(choices, [-1]))
         features = {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
         return self.run(features)
 
@@ -269,6 +306,8 @@ def _finish_proto(export_dir, methods):
     - the CPU pin of the SentencePiece model resource: tensorflow-text creates it without a device, so a
       model server with a GPU would try to place it there (no GPU kernel). Every tensorflow-text node and
       the resource object (the export's only resource) get /device:CPU:0.
+
+    Then fingerprint.pb is written again, for the edited saved_model.pb.
     """
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -286,6 +325,12 @@ def _finish_proto(export_dir, methods):
         if saved_object.WhichOneof("kind") == "resource" and not saved_object.resource.device:
             saved_object.resource.device = CPU
     file_io.write_atomically(path, proto.SerializeToString())
+    # tf.saved_model.save fingerprinted the proto before these edits: fingerprint the edited one (its
+    # checksum, graph and signature hashes; the loader and TF Serving read it to identify the model).
+    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
+
+    fingerprint = fingerprinting.CreateFingerprintDef(export_dir)
+    file_io.write_atomically(file_io.join(export_dir, "fingerprint.pb"), fingerprint)
 
 
 def export_saved_model(
@@ -326,6 +371,8 @@ def export_saved_model(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
             f"{model_max_positions(model)}"
         )
+    config = getattr(model, "encoder", model).config
+    check_fits_vocabulary(spm_model_file, config.vocab_size, "the model's albert config")
     export_dir = os.fspath(export_dir) if file_io.is_remote(export_dir) else os.path.abspath(export_dir)
     if file_io.exists(export_dir):
         raise ValueError(
@@ -353,5 +400,4 @@ def export_saved_model(
 
 
 def model_max_positions(model):
-    encoder = getattr(model, "encoder", model)
-    return encoder.config.max_position_embeddings
+    return getattr(model, "encoder", model).config.max_position_embeddings

@@ -39,6 +39,20 @@ def load_sentencepiece(model_file):
     return processor
 
 
+def check_fits_vocabulary(model_file, vocab_size, config_file):
+    """Raises TokenizerError when the SentencePiece model has more pieces than the config's vocab_size: an id
+    past the embedding table fails the gather on a CPU, and reads zeros on a GPU or TPU (training on wrong
+    inputs, silently). Returns the number of pieces."""
+    pieces = load_sentencepiece(model_file).get_piece_size()
+    if pieces > vocab_size:
+        raise TokenizerError(
+            f"{model_file} has {pieces:,} pieces but {config_file} has vocab_size {vocab_size:,}: its ids "
+            f"past {vocab_size - 1:,} index no embedding; use the model's own tokenizer, or vocab_size "
+            f">= {pieces:,}"
+        )
+    return pieces
+
+
 def truncated_lengths(length_a, length_b, max_tokens):
     """Lengths after trimming the longer segment one token at a time (ties trim B) to fit max_tokens.
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -89,3 +90,18 @@ def test_sequence_longer_than_the_model_is_refused(setup, tmp_path):
     result = run(setup, tmp_path / "out", "--max_seq_length=17")
     assert result.returncode == 1
     assert "--max_seq_length=17 exceeds the model's max_position_embeddings=16" in result.stderr
+
+
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line_before_training(setup, tmp_path):
+    small = tmp_path / "model"
+    model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), small, SPM)  # 97 ids, 8k pieces
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
+         f"--data_dir={setup / 'SST-2'}", f"--model_dir={small}", f"--output_dir={tmp_path / 'out'}",
+         "--max_seq_length=16"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert re.search(r"spm\.model has 8,000 pieces but .*albert_config\.json has vocab_size 97", last), last
+    assert "Traceback" not in result.stderr

@@ -16,7 +16,8 @@ from albert_tf.pretraining.data.manifest import output_paths
 from albert_tf.pretraining.data.units import BuildSettings
 from albert_tf.pretraining.input import PretrainingInput, find_manifest
 from albert_tf.pretraining.settings import PretrainingSettings
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_workers, tiny_config
+from albert_tf.text.tokenizer import TokenizerError
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_workers, small_spm, tiny_config
 from tests.pretraining.test_run import (
     assert_same_weights,
     flags_of,
@@ -111,6 +112,22 @@ def test_globs_of_a_builds_shards_find_its_manifest(built, tmp_path):
     other = settings(built, tmp_path, max_seq_length=16)
     with pytest.raises(ValueError, match=r"built with max_seq_length 32, but --max_seq_length=16"):
         PretrainingInput(other, 8000, None)
+
+
+def test_records_of_another_tokenizer_or_too_large_a_one_are_refused(built, tmp_path):
+    """The manifest names the SentencePiece model the records hold ids of: another --spm_model_file, or a
+    model whose vocabulary is smaller than it, is refused naming both files and sizes; a copy is the same."""
+    other = small_spm(tmp_path)
+    refused = (
+        r"--input_file: .*train\.tfrecord\.manifest\.json was built with .*spm_8k\.model "
+        r"\(8,000 pieces\), not with --spm_model_file=.*small_spm\.model \(90 pieces\)"
+    )
+    with pytest.raises(TokenizerError, match=refused):
+        PretrainingInput(settings(built, tmp_path, spm_model_file=other), 8000, None)
+    with pytest.raises(TokenizerError, match=r"spm_8k\.model has 8,000 pieces but .* has vocab_size 97"):
+        PretrainingInput(settings(built, tmp_path), 97, None)
+    copy = shutil.copy(SAMPLE_SPM, tmp_path / "copy.model")
+    assert PretrainingInput(settings(built, tmp_path, spm_model_file=str(copy)), 8000, None).train_manifest
 
 
 def test_records_without_a_manifest_say_what_resuming_costs(tmp_path):

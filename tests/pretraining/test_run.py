@@ -26,7 +26,8 @@ from albert_tf.pretraining import dataset, losses
 from albert_tf.pretraining.controller import TrainingError
 from albert_tf.pretraining.run import build, run
 from albert_tf.pretraining.settings import PretrainingSettings
-from tests.helpers import run_on_two_devices, run_on_two_workers, tiny_config
+from albert_tf.text.tokenizer import TokenizerError
+from tests.helpers import SAMPLE_SPM, run_on_two_devices, run_on_two_workers, small_spm, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ, PREDICTIONS, VOCAB = 16, 3, 97
@@ -277,6 +278,15 @@ def test_records_of_another_length_are_named_with_both_values(data, tmp_path):
         dataset.check_records(data["eval"], SEQ, 5, "--eval_input_file")
 
 
+def test_a_tokenizer_larger_than_the_vocabulary_is_refused_before_the_first_step(data, tmp_path):
+    """The sample's 8k SentencePiece model with tiny_config's 97 ids: on a CPU the embedding gather would fail
+    mid-run; on a GPU or TPU it would read zeros and train on wrong inputs."""
+    with pytest.raises(TokenizerError, match=r"spm_8k\.model has 8,000 pieces but .*albert_config\.json has "
+                                             r"vocab_size 97"):  # fmt: skip
+        build(settings(data, tmp_path / "run", spm_model_file=str(SAMPLE_SPM)))
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
     run_settings = settings(data, tmp_path, optimizer="adamw", learning_rate=1e30, num_warmup_steps=0)
     with pytest.raises(TrainingError, match=r"not finite at step \d+.*Last good checkpoint: none"):
@@ -306,7 +316,7 @@ def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face
     write_tf1_release(trained, str(tmp_path / "tf1"))
     for source in ("first", "hf", "tf1", "first/checkpoints"):
         # A SentencePiece model given as well must not keep the weights from loading.
-        spm = str(tmp_path / "first" / "albert_config.json") if source == "first" else None
+        spm = small_spm(tmp_path) if source == "first" else None
         run_ = build(
             settings(
                 data,

@@ -36,7 +36,7 @@ from albert_tf.models import (
 from albert_tf.models.task_models import PADDING_LOGIT, AlbertSpanLabeler
 from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
-from albert_tf.text.tokenizer import AlbertTokenizer
+from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests.helpers import tiny_config
 from tests.text.text_samples import varied_lines
 
@@ -49,7 +49,14 @@ LABELS = ("contradiction", "entailment", "neutral")
 # Ops tensorflow-text 2.21 registers that tensorflow-text 2.12.1 (inside stock TF Serving) lacks.
 MISSING_IN_TF_TEXT_2_12 = {"TFText>RoundRobinGenerateMasks", "TFText>RoundRobinTrim", "TFText>Utf8Binarize"}
 PY_FUNCTIONS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
-BAD_TEXTS = ["", "\xff\xfe not UTF-8", "word " * 20_000, "Tabs\tand\nnewlines", "1,000 Ünïcödé ＡＢＣ"]
+# Bytes that are not UTF-8 (a request's strings are bytes): served as their replacement characters, U+FFFD.
+BAD_TEXTS = [
+    "",
+    b"\xff\xfe not UTF-8 caf\xc3",
+    "word " * 20_000,
+    "Tabs\tand\nnewlines",
+    "1,000 Ünïcödé ＡＢＣ",
+]
 TEXTS = ["The cat sat on the mat.", "ALBERT, 1,000 times", "a", "Ça va? ﬁne", "The quick brown fox jumps."]
 EXPORTS = ("encoder", "pretraining", "classifier", "regression", "span", "multiple_choice")
 # One test process builds the exports (a minute) and runs every test that reads them.
@@ -106,9 +113,17 @@ def all_nodes(graph):
         yield from function.node_def
 
 
+def decoded(text):
+    """A request's string as the export reads it: bytes that are not UTF-8 become U+FFFD, one per byte."""
+    return text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+
+
 def packed(texts, texts_b=None, seq=SEQ):
-    """The Python tokenizer's packing of texts, as int32 arrays [batch, seq]."""
+    """The Python tokenizer's packing of texts (str, or bytes as requests send them), as int32 arrays
+    [batch, seq]."""
     python = AlbertTokenizer(SPM)
+    texts = [decoded(text) for text in texts]
+    texts_b = None if texts_b is None else [decoded(text) for text in texts_b]
     rows = [python.pack(a, None if texts_b is None else texts_b[i], seq) for i, a in enumerate(texts)]
     names = ("input_word_ids", "input_mask", "input_type_ids")
     return {name: np.array([getattr(r, name) for r in rows], np.int32).reshape(-1, seq) for name in names}
@@ -154,6 +169,21 @@ def test_each_weight_is_stored_once(exports, name):
     assert len(entries) == len(models[name].weights)
     shapes = sorted(tuple(shape) for shape in stored.get_variable_to_shape_map().values() if shape)
     assert shapes == sorted(tuple(w.shape) for w in models[name].weights)
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_the_fingerprint_is_the_published_saved_models(exports, name):
+    """fingerprint.pb (what the loader and TF Serving identify a model by) matches TensorFlow's own
+    fingerprinting of the published directory: saved_model.pb is edited after tf.saved_model.save wrote it."""
+    from tensorflow.core.protobuf import fingerprint_pb2
+    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
+
+    _, _, paths, _ = exports
+    stored = tf.saved_model.experimental.read_fingerprint(paths[name])
+    computed = fingerprint_pb2.FingerprintDef.FromString(fingerprinting.CreateFingerprintDef(paths[name]))
+    for field in ("saved_model_checksum", "graph_def_program_hash", "signature_def_hash",
+                  "saved_object_graph_hash", "checkpoint_hash"):  # fmt: skip
+        assert getattr(stored, field) == getattr(computed, field), field
 
 
 def test_signatures_and_method_names(exports):
@@ -302,16 +332,87 @@ def test_token_id_requests_of_different_widths_share_a_server_batch(exports):
     np.testing.assert_allclose(together["mlm_logits"][:2, :2], alone[0]["mlm_logits"], atol=1e-5)
 
 
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(tmp_path):
+    with pytest.raises(TokenizerError, match=r"spm_8k\.model has 8,000 pieces but the model's albert config "
+                                             r"has vocab_size 97"):  # fmt: skip
+        export.export_saved_model(AlbertEncoder(tiny_config()), SPM, tmp_path / "1", "encoder", SEQ)
+    assert not list(tmp_path.iterdir())
+
+
+def test_masked_positions_outside_the_row_are_refused(exports):
+    """A negative position would wrap inside the sub-batch (-1 reading another token than the Keras model's
+    -1) and one past the width would fail deep in a gather: both are refused, naming the row, the position
+    and the width; so is a request of width 0."""
+    _, _, _, servables = exports
+    features = served_ids(["tiny", "a much longer text, with many more words in it"])
+    width = features["input_word_ids"].shape[1]
+    for row, position in ((1, -1), (0, width), (1, width + 5)):
+        positions = np.ones((2, 2), np.int32)
+        positions[row, 1] = position
+        pattern = rf"row\] \[{row}\] \[holds\] \[{position}\] .* \[{width}\]"
+        with pytest.raises(ServingError, match=pattern):
+            servables["pretraining"].run("serve_token_ids", {**features, "masked_lm_positions": positions})
+    empty = {name: np.zeros((2, 0), np.int32) for name in features}
+    with pytest.raises(ServingError, match="width 0"):
+        servables["classifier"].run("serve_token_ids", empty)
+
+
+def test_only_a_rows_trailing_run_of_cls_is_server_padding(exports):
+    """TF Serving pads a narrower request at the end of its rows with [CLS] (the tensor's first element): that
+    trailing run is padding, but a [CLS] followed by a real token is a token, as the Keras model sees it."""
+    _, models, _, servables = exports
+    cls, sep = 2, 3
+    ids = np.array([[cls, 50, cls, 60, sep], [cls, cls, 70, sep, cls]], np.int32)
+    features = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    expected = models["encoder"](features)["pooled_output"]
+    alone = servables["encoder"].run("serve_token_ids", features)["pooled_output"]
+    np.testing.assert_allclose(alone[0], expected[0], atol=1e-5)
+    # Row 1 ends with a [CLS]: it cannot be told from padding, so it is served as the row without it.
+    without = {name: value[1:, :4] for name, value in features.items()}
+    np.testing.assert_allclose(alone[1], models["encoder"](without)["pooled_output"][0], atol=1e-5)
+    wide = np.array([[cls, 80, 81, 82, 83, 84, 85, sep]], np.int32)
+    request = {"input_word_ids": wide, "input_mask": 1 + 0 * wide, "input_type_ids": 0 * wide}
+    together = servables["encoder"].run("serve_token_ids", server_batch([features, request]))["pooled_output"]
+    np.testing.assert_allclose(together[:2], alone, atol=1e-5)
+    np.testing.assert_allclose(together[2], models["encoder"](request)["pooled_output"][0], atol=1e-5)
+
+
 def example_inputs(texts, texts_b=None):
     """Serialized tf.Examples with "text" (and "text_b") bytes features, as TF Serving's Classify sends."""
+
+    def raw(text):
+        return text if isinstance(text, bytes) else text.encode()
+
     examples = []
     for index, text in enumerate(texts):
         example = tf.train.Example()
-        example.features.feature["text"].bytes_list.value.append(text.encode())
+        example.features.feature["text"].bytes_list.value.append(raw(text))
         if texts_b is not None:
-            example.features.feature["text_b"].bytes_list.value.append(texts_b[index].encode())
+            example.features.feature["text_b"].bytes_list.value.append(raw(texts_b[index]))
         examples.append(example.SerializeToString())
     return np.array(examples, dtype=object)
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_invalid_utf8_is_served_as_its_replacement_characters(exports, name):
+    """Request strings are bytes; those that are not UTF-8 read as U+FFFD, one per byte (as Python's
+    errors="replace" decodes them), in every task's export: the same answers as the replaced text."""
+    _, _, _, servables = exports
+    raw, other = b"\xff\xfe not UTF-8 caf\xc3", "Another text, valid."
+    replaced = decoded(raw)
+    assert replaced == "\ufffd\ufffd not UTF-8 caf\ufffd"
+
+    def request(text):
+        if name == "multiple_choice":
+            return {"text": [text], "choices": np.array([[text, other]], object)}
+        if name in ("encoder", "regression"):  # exported for single texts
+            return {"text": [text, other]}
+        return {"text": [text, other], "text_b": [other, text]}
+
+    got, expected = (servables[name].run("serving_default", request(text)) for text in (raw, replaced))
+    assert set(got) == set(expected)
+    for output in got:
+        np.testing.assert_array_equal(got[output], expected[output], err_msg=output)
 
 
 def test_classifiers_answer_with_their_label_names(exports):
@@ -358,6 +459,12 @@ def test_multiple_choice_scores_each_choice(exports):
         np.testing.assert_allclose(got["logits"], expected, atol=1e-5)
         got_ids = servables["multiple_choice"].run("serve_token_ids", features)
         np.testing.assert_allclose(got_ids["probabilities"], tf.nn.softmax(expected), atol=1e-5)
+    # 2 questions of 1 choice would regroup into one question of 2 (and 1 of 4 into two of 2): refused.
+    for text, row in ((texts[:2], [["a"], ["b"]]), (texts[:1], [["a", "b", "c", "d"]])):
+        pattern = rf"has\] \[{len(row[0])}\] \[choices per question, but this model scores\] \[2\]"
+        with pytest.raises(ServingError, match=pattern):
+            request = {"text": text, "choices": np.array(row, object)}
+            servables["multiple_choice"].run("serving_default", request)
 
 
 @pytest.fixture(scope="module")
@@ -576,12 +683,13 @@ def test_the_loaders_of_this_tensorflow_and_of_2_12_give_the_c_apis_answers(
 
 
 FRESH = """
-import json, sys
+import base64, json, sys
 import numpy as np
 from albert_tf.serving.servable import Servable
 servable = Servable(sys.argv[1])
 replayed = len(servable.replay_warmup())
-texts = json.loads(sys.argv[2])
+with open(sys.argv[2]) as file:  # base64: request strings are bytes, not always UTF-8
+    texts = [base64.b64decode(text) for text in json.load(file)]
 out = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
 ours = sorted(name for name in sys.modules if name.startswith("albert_tf"))
 assert ours == ["albert_tf", "albert_tf.serving", "albert_tf.serving.servable"], ours
@@ -590,12 +698,19 @@ np.savez(sys.argv[3], replayed=replayed, **out)
 """
 
 
+def encoded(text):
+    """A request string (str, or bytes that need not be UTF-8) as base64 text, for a command line."""
+    return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
+
+
 @pytest.mark.slow
 def test_a_process_without_our_graph_code_serves_the_export(exports, tmp_path):
     _, models, paths, _ = exports
     texts = ["The cat sat on the mat.", *BAD_TEXTS]
+    request = tmp_path / "texts.json"  # a file: the long text is more than one command-line argument may hold
+    request.write_text(json.dumps([encoded(text) for text in texts]))
     result = subprocess.run(
-        [sys.executable, "-c", FRESH, paths["classifier"], json.dumps(texts), str(tmp_path / "out.npz")],
+        [sys.executable, "-c", FRESH, paths["classifier"], str(request), str(tmp_path / "out.npz")],
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]

@@ -2,7 +2,7 @@ import pytest
 import sentencepiece
 
 from albert_tf.text import normalization
-from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError, truncated_lengths
+from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError, check_fits_vocabulary, truncated_lengths
 from tests.helpers import SAMPLE_SPM
 
 
@@ -105,3 +105,11 @@ def test_model_without_albert_pieces_is_refused(tmp_path):
         AlbertTokenizer(tmp_path / "plain.model")
     with pytest.raises(TokenizerError, match="not a readable SentencePiece model"):
         AlbertTokenizer(text)
+
+
+def test_a_tokenizer_fits_a_vocabulary_at_least_its_size():
+    assert check_fits_vocabulary(SAMPLE_SPM, 8000, "config.json") == 8000
+    assert check_fits_vocabulary(SAMPLE_SPM, 30000, "config.json") == 8000  # unused rows are harmless
+    refused = r"spm_8k\.model has 8,000 pieces but config\.json has vocab_size 7,999: its ids past 7,998 "
+    with pytest.raises(TokenizerError, match=refused):
+        check_fits_vocabulary(SAMPLE_SPM, 7999, "config.json")

@@ -80,9 +80,10 @@ class Manifest:
         return sum(shard["records"] for shard in self.shards)
 
     def shard_paths(self):
-        """The shards' paths, in order (the manifest stores them relative to itself)."""
+        """The shards' paths, in order: names relative to the manifest's folder joined to it, absolute paths
+        and URIs as they are (see relative_name)."""
         directory = os.path.dirname(self.path)
-        return [os.path.join(directory, shard["file"]) for shard in self.shards]
+        return [_resolve(shard["file"], directory) for shard in self.shards]
 
     def locate(self, record_offset):
         """RecordPosition of the record after the first `record_offset` ones of the manifest's order (all
@@ -137,8 +138,16 @@ class Manifest:
 
 
 def relative_name(path, manifest_path):
-    """path as the manifest stores it: relative to the manifest's directory when it lies under it."""
-    directory = os.path.dirname(manifest_path)
-    if "://" not in path and "://" not in manifest_path:
-        return os.path.relpath(os.path.abspath(path), os.path.dirname(os.path.abspath(manifest_path)))
-    return path[len(directory) + 1 :] if directory and path.startswith(directory + "/") else path
+    """path as the manifest stores it: relative to the manifest's folder when the shard lies in or under it;
+    otherwise its absolute path, or its URI as it is (gs://...). Either resolves wherever the manifest is
+    read from: a manifest written away from its shards, or a local manifest of remote shards."""
+    if "://" not in path:
+        path = os.path.abspath(path)
+    directory = os.path.dirname(manifest_path if "://" in manifest_path else os.path.abspath(manifest_path))
+    if directory and path.startswith(directory.rstrip("/") + "/"):
+        return path[len(directory.rstrip("/")) + 1 :]
+    return path
+
+
+def _resolve(name, directory):
+    return name if "://" in name or os.path.isabs(name) else os.path.join(directory, name)

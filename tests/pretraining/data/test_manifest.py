@@ -6,6 +6,7 @@ from albert_tf.pretraining.data.manifest import (
     RecordPosition,
     default_manifest_path,
     output_paths,
+    relative_name,
 )
 
 
@@ -55,3 +56,31 @@ def test_json_round_trip_and_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"shards": []}')
     with pytest.raises(ValueError, match=r"bad\.json is not a pretraining-data manifest"):
         Manifest.load(str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize(
+    "manifest, shard, stored",
+    [
+        ("/t/data/m.manifest.json", "/t/data/train-0", "train-0"),  # beside it: relative
+        ("/t/data/m.manifest.json", "/t/data/sub/train-0", "sub/train-0"),
+        ("/t/meta/m.manifest.json", "/t/data/train-0", "/t/data/train-0"),  # elsewhere: absolute
+        ("gs://b/data/m.manifest.json", "gs://b/data/train-0", "train-0"),
+        ("gs://b/meta/m.manifest.json", "gs://b/data/train-0", "gs://b/data/train-0"),
+        (
+            "/t/meta/m.manifest.json",
+            "gs://b/data/train-0",
+            "gs://b/data/train-0",
+        ),  # local manifest, remote shards
+        ("gs://b/meta/m.manifest.json", "/t/data/train-0", "/t/data/train-0"),
+        (
+            "gs://b/data/m.manifest.json",
+            "gs://b/database/train-0",
+            "gs://b/database/train-0",
+        ),  # a prefix only
+    ],
+)
+def test_shard_paths_resolve_wherever_the_manifest_and_its_shards_lie(manifest, shard, stored):
+    assert relative_name(shard, manifest) == stored
+    written = Manifest(settings={}, inputs=[], shards=[{"file": stored, "records": 1}], statistics={},
+                       path=manifest)  # fmt: skip
+    assert written.shard_paths() == [shard]
