@@ -25,28 +25,30 @@ from albert_tf.text.tokenizer import MASK, SPECIAL_IDS
 MASK_ID = SPECIAL_IDS[MASK]
 
 
-def held_out_split(model, records, batches, vocab_size):
-    """{input kind: (hits, positions)} and the most frequent target's share at [MASK] inputs."""
+def split_by_input(predictions, vocab_size):
+    """(batch, predicted ids int [B, P]) pairs → ({input kind: [hits, positions]}, the most frequent target's
+    share at [MASK] inputs). Kinds: what the input showed at the masked position ([MASK], the target kept, a
+    random token)."""
     found = {"[MASK]": [0, 0], "kept": [0, 0], "random": [0, 0]}
     targets_at_mask = np.zeros(vocab_size)
-    dataset = pretraining_dataset(records, batch_size=64, max_seq_length=128, max_predictions_per_seq=20,
-                                  is_training=False).take(batches)  # fmt: skip
-    for batch in dataset:
-        logits = model({name: batch[name] for name in PRETRAINER_INPUTS})["mlm_logits"]
-        predicted = np.argmax(logits, axis=-1)
+    for batch, predicted in predictions:
         targets = batch["masked_lm_ids"].numpy()
         used = batch["masked_lm_weights"].numpy() > 0
         shown = np.take_along_axis(batch["input_word_ids"].numpy(), batch["masked_lm_positions"].numpy(), 1)
-        kinds = {
-            "[MASK]": shown == MASK_ID,
-            "kept": shown == targets,
-            "random": (shown != MASK_ID) & (shown != targets),
-        }
+        kinds = {"[MASK]": shown == MASK_ID, "kept": shown == targets}
+        kinds["random"] = ~kinds["[MASK]"] & ~kinds["kept"]
         for kind, where in kinds.items():
             found[kind][0] += int((predicted == targets)[used & where].sum())
             found[kind][1] += int((used & where).sum())
-        np.add.at(targets_at_mask, targets[used & (shown == MASK_ID)], 1)
+        np.add.at(targets_at_mask, targets[used & kinds["[MASK]"]], 1)
     return found, targets_at_mask.max() / max(found["[MASK]"][1], 1)
+
+
+def held_out_batches(records, batches):
+    """The first `batches` batches of 64 of held-out records (seq 128, 20 predictions), in file order."""
+    dataset = pretraining_dataset(records, batch_size=64, max_seq_length=128, max_predictions_per_seq=20,
+                                  is_training=False)  # fmt: skip
+    return list(dataset.take(batches))
 
 
 def records_of(path, limit):
@@ -93,7 +95,11 @@ def main():
     args = parser.parse_args()
     model = model_dir.load_pretrainer(args.model_dir)
     vocab_size = model.encoder.config.vocab_size
-    found, baseline = held_out_split(model, args.records, args.batches, vocab_size)
+    predictions = (
+        (batch, np.argmax(model({name: batch[name] for name in PRETRAINER_INPUTS})["mlm_logits"], axis=-1))
+        for batch in held_out_batches(args.records, args.batches)
+    )
+    found, baseline = split_by_input(predictions, vocab_size)
     for kind, (hits, count) in found.items():
         print(f"input {kind:8} {count:7,} positions  accuracy {hits / max(count, 1):.4f}")
     print(f"most frequent target at [MASK] inputs: {baseline:.4f}")

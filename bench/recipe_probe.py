@@ -16,15 +16,14 @@ import json
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
+from masked_lm_breakdown import held_out_batches, split_by_input  # bench/ is on sys.path when it runs
 
 from albert_tf.config import AlbertConfig
 from albert_tf.features import PRETRAINER_INPUTS
 from albert_tf.models import AlbertEncoder, AlbertPretrainer
 from albert_tf.pretraining.dataset import pretraining_dataset
 from albert_tf.pretraining.losses import pretraining_loss, pretraining_sums
-from albert_tf.text.tokenizer import MASK, SPECIAL_IDS
 from albert_tf.training.optimizers import AdamWeightDecay, Lamb
 from albert_tf.training.schedules import WarmupPolynomialDecay
 
@@ -64,8 +63,7 @@ def main():
     update = optimizer(args)
     shapes = dict(max_seq_length=128, max_predictions_per_seq=20)
     train = iter(pretraining_dataset(f"{args.records}/train-*", batch_size=args.batch, **shapes))
-    held_out = list(pretraining_dataset(f"{args.records}/eval-*", batch_size=64, is_training=False, **shapes)
-                    .take(20))  # fmt: skip
+    held_out = held_out_batches(f"{args.records}/eval-*", 20)
     variables = model.trainable_variables
 
     @tf.function(jit_compile=True)
@@ -84,24 +82,17 @@ def main():
         )
 
     def evaluate():
-        hits = positions = hits_at_mask = at_mask = order = examples = 0
-        targets_at_mask = np.zeros(model.encoder.config.vocab_size)
+        predictions, order, examples = [], 0, 0
         for batch in held_out:
             predicted, predicted_order = (value.numpy() for value in predict(batch))
-            targets, used = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy() > 0
-            shown = np.take_along_axis(
-                batch["input_word_ids"].numpy(), batch["masked_lm_positions"].numpy(), 1
-            )
-            masked = used & (shown == SPECIAL_IDS[MASK])
-            hits += (predicted == targets)[used].sum()
-            positions += used.sum()
-            hits_at_mask += (predicted == targets)[masked].sum()
-            at_mask += masked.sum()
-            np.add.at(targets_at_mask, targets[masked], 1)
+            predictions.append((batch, predicted))
             order += (predicted_order == batch["sentence_order_label"].numpy()).sum()
             examples += len(predicted_order)
-        return (f"mlm {hits / positions:.4f}, at [MASK] {hits_at_mask / at_mask:.4f} (most frequent "
-                f"{targets_at_mask.max() / at_mask:.4f}), order {order / examples:.4f}")  # fmt: skip
+        found, baseline = split_by_input(predictions, model.encoder.config.vocab_size)
+        hits, positions = (sum(counts[i] for counts in found.values()) for i in (0, 1))
+        at_mask = found["[MASK]"][0] / found["[MASK]"][1]
+        return (f"mlm {hits / positions:.4f}, at [MASK] {at_mask:.4f} (most frequent {baseline:.4f}), "
+                f"order {order / examples:.4f}")  # fmt: skip
 
     print(vars(args), flush=True)
     started = time.perf_counter()
