@@ -40,6 +40,17 @@ flags.DEFINE_integer(
     "The span task's serving_default runs its context windows at once either way.",
     lower_bound=0,
 )
+flags.DEFINE_enum(
+    "precision",
+    "float32",
+    ["float32", "bfloat16"],
+    "float32, or bfloat16: matrix products and attention in bfloat16, LayerNorm statistics, softmax and "
+    "logits in float32, weights stored in bfloat16, outputs float32. Choose bfloat16 for CPUs that compute "
+    "it natively (flags avx512_bf16 or amx_bf16 in /proc/cpuinfo: AMD Zen 4 and later, Intel Cooper Lake "
+    "and Sapphire Rapids and later; about 1.4x the float32 export's throughput on AVX512_BF16, "
+    "bench/serving.py) and for GPUs; on other CPUs bfloat16 is emulated and slower than float32. Answers "
+    "differ from float32 within bfloat16 rounding (bench/README.md, bfloat16 exports).",
+)
 # Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
 flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")
 flags.DEFINE_integer("max_query_length", None, "span: question tokens kept.")
@@ -81,6 +92,7 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length,
             pair=FLAGS.text_pair,
             span_settings=span_settings,
+            precision=FLAGS.precision,
             **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError) as error:

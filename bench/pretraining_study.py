@@ -25,12 +25,13 @@ import argparse
 import csv
 import json
 import os
-import platform
 import random
 import shutil
 import subprocess
 import sys
 import time
+
+from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OBJECTIVES = ("sop", "nsp")
@@ -85,22 +86,6 @@ def run(command, log_file=None):
             + (f"; see {log_file}" if log_file else "")
         )
     return time.perf_counter() - started
-
-
-def machine():
-    """CPU model and its bfloat16/AMX flags, cores."""
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name") and model in ("unknown", ""):
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = [flag for flag in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if flag in flags]
-    return f"{model}, {os.cpu_count()} cores, flags: {' '.join(wanted) or 'none of avx512f/bf16/amx'}"
 
 
 # 1-3: text, tokenizer, records ------------------------------------------------------------------------
@@ -492,7 +477,7 @@ def main():
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)
     started = time.perf_counter()
-    log(f"machine: {machine()}")
+    log(f"machine: {describe()}")
     corpus = build_corpus(work, recipe)
     spm = train_tokenizer(work, corpus, recipe)
     records = build_records(work, corpus, spm, recipe)
@@ -509,7 +494,7 @@ def main():
     text = table(curve_results, scores)
     results = {
         "recipe": recipe,
-        "machine": machine(),
+        "machine": describe(),
         "date": time.strftime("%Y-%m-%d"),
         "curves": curve_results,
         "downstream": scores,

@@ -1,22 +1,31 @@
-r"""Raw-text inference through exported models: albert_tf's SavedModel against keras-hub's
-`AlbertTextClassifier` exported with its preprocessor, and Hugging Face's tokenizer + PyTorch
-`AlbertForSequenceClassification`, in one run.
+r"""Raw-text inference through exported models: albert_tf's SavedModel (float32 and bfloat16) against
+keras-hub's `AlbertTextClassifier` exported with its preprocessor (float32 and bfloat16), and Hugging Face's
+tokenizer + PyTorch `AlbertForSequenceClassification`, in one run.
 
     pip install -e ".[bench]" && pip install torch transformers
     python bench/serving.py                 # ALBERT-base shapes, seq 128, 2 classes
     python bench/serving.py --iterations=3  # a quick look
 
-All three get the same ALBERT-base architecture (random weights: speed does not depend on them), the sample
+All get the same ALBERT-base architecture (random weights: speed does not depend on them), the sample
 SentencePiece model (data/sample/spm_8k.model), sentence pairs from the sample corpus, sequence length 128,
-float32 on the CPU. Measured: batch-32 throughput (texts/s) and batch-1 latency (p50, p99), text in,
-probabilities out, tokenization included. Ours and keras-hub's run as SavedModels, each loaded two ways in
-this process: by TensorFlow's C++ loader through the C API (albert_tf.serving.servable: restore op, init op,
-Session::Run by tensor names; what TF Serving runs, and what the targets are measured on) and by
-tf.saved_model.load.
-Texts are truncated to 128 tokens by all; keras-hub's preprocessor pads every batch to 128, our export runs a
-batch sorted by length in sub-batches of 8 (the export's default), each padded to its own longest text
-(`--sub_batch_size`; 0: the whole batch padded to its longest), and PyTorch runs both ways (`pytorch`: padded
-to 128, as Hugging Face's examples do; `pytorch_longest`: padding="longest").
+on the CPU. Measured: batch-32 throughput (texts/s) and batch-1 latency (p50, and p99 of at least 100
+requests), text in, probabilities out, tokenization included. bfloat16 rows: our export with
+`precision="bfloat16"` (albert_tf/models/precision.py) and keras-hub's models built with dtype="bfloat16"; the
+CPU line says whether the machine computes bfloat16 natively (avx512_bf16, amx_bf16) or emulates it.
+
+Where our speed comes from: the headline rows pad less (sub-batches sorted by length), the "equal padding"
+rows compute what keras-hub computes (every text at 128 positions: our export's in-graph `preprocess`, then
+`serve_token_ids` on ids padded to 128 with every position attended, whole batches), so their ratio to
+keras-hub is compute alone. The same rows run on "long" texts too (pairs of several corpus lines, nearly all
+truncated at 128 tokens), where padding less has nothing to win.
+
+Ours and keras-hub's run as SavedModels, loaded in this process by TensorFlow's C++ loader through the C API
+(albert_tf.serving.servable: restore op, init op, Session::Run by tensor names; what TF Serving runs, and what
+the targets are measured on), and the float32 ones also by tf.saved_model.load. Texts are truncated to 128
+tokens by all; keras-hub's preprocessor pads every batch to 128, our export runs a batch sorted by length in
+sub-batches of 8 (the export's default), each padded to its own longest text (`--sub_batch_size`; 0: the whole
+batch padded to its longest), and PyTorch runs both ways (`pytorch`: padded to 128, as Hugging Face's examples
+do; `pytorch_longest`: padding="longest").
 """
 
 import argparse
@@ -31,8 +40,11 @@ import time
 import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
+
 SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
 SEQ = 128
+LATENCY_REQUESTS = 100  # batch-1 requests timed per row: p99 is the 99th of 100
 
 
 def sample_pairs(count):
@@ -52,16 +64,43 @@ def base_config():
     return AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
 
 
-def ours(folder, sub_batch_size):
+def long_pairs(count):
+    """Pairs of texts of 4 corpus lines each: nearly every pair is truncated at SEQ tokens."""
+    a, b = sample_pairs(4 * count)
+    return [" ".join(a[4 * i : 4 * i + 4]) for i in range(count)], [
+        " ".join(b[4 * i : 4 * i + 4]) for i in range(count)
+    ]
+
+
+def ours(folder, sub_batch_size, precision="float32", name="ours"):
     """albert_tf's export: (its path, the serving signature's name and inputs for a batch of pairs)."""
     from albert_tf.models import AlbertClassifier, AlbertEncoder
     from albert_tf.serving.export import export_saved_model
 
     model = AlbertClassifier(AlbertEncoder(base_config()), num_classes=2)
     sizing = {} if sub_batch_size is None else {"sub_batch_size": sub_batch_size}
-    path = os.path.join(folder, "ours", "1")
-    path = export_saved_model(model, SPM, path, "classifier", SEQ, pair=True, **sizing)
+    path = os.path.join(folder, name, "1")
+    path = export_saved_model(model, SPM, path, "classifier", SEQ, pair=True, precision=precision, **sizing)
     return path, "serving_default", lambda a, b: {"text": a, "text_b": b}, "probabilities"
+
+
+def at_full_length(path, *_):
+    """Our export computing what keras-hub's does: the in-graph `preprocess` (the same tokenization as
+    serving_default), then `serve_token_ids` on ids padded to SEQ with every position attended (pad ids are
+    not [CLS], so none is taken for server padding), the whole batch at once (sub_batch_size=0)."""
+    import numpy as np
+
+    from albert_tf.serving.servable import Servable
+
+    servable = Servable(path)
+
+    def run(a, b):
+        ids = servable.run("preprocess", {"text": a, "text_b": b})
+        ids = {k: np.pad(v, [(0, 0), (0, SEQ - v.shape[1])]) for k, v in ids.items()}
+        ids["input_mask"] = np.ones_like(ids["input_mask"])
+        return servable.run("serve_token_ids", ids)["probabilities"]
+
+    return run
 
 
 def through_cpp_loader(path, signature, inputs, output):
@@ -80,7 +119,7 @@ def through_python_loader(path, signature, inputs, output):
     return lambda a, b: function(**{k: tf.constant(v) for k, v in inputs(a, b).items()})[output].numpy()
 
 
-def keras_hub_parts():
+def keras_hub_parts(dtype=None):
     """keras-hub's ALBERT-base backbone and its text-classifier preprocessor (seq 128, the sample model)."""
     import keras_hub
 
@@ -88,7 +127,7 @@ def keras_hub_parts():
     backbone = keras_hub.models.AlbertBackbone(
         vocabulary_size=c.vocab_size, num_layers=c.num_hidden_layers, num_heads=c.num_attention_heads,
         embedding_dim=c.embedding_size, hidden_dim=c.hidden_size, intermediate_dim=c.intermediate_size,
-        max_sequence_length=c.max_position_embeddings,
+        max_sequence_length=c.max_position_embeddings, dtype=dtype,
     )  # fmt: skip
     preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
         keras_hub.models.AlbertTokenizer(proto=SPM), sequence_length=SEQ
@@ -96,14 +135,16 @@ def keras_hub_parts():
     return backbone, preprocessor
 
 
-def keras_hub_peer(folder):
+def keras_hub_peer(folder, dtype=None, name="keras_hub"):
     """keras-hub's classifier and preprocessor in one ExportArchive: (path, signature, inputs, output)."""
     import keras
     import keras_hub
     import tensorflow as tf
 
-    backbone, preprocessor = keras_hub_parts()
-    classifier = keras_hub.models.AlbertTextClassifier(backbone, num_classes=2, preprocessor=None)
+    backbone, preprocessor = keras_hub_parts(dtype)
+    classifier = keras_hub.models.AlbertTextClassifier(
+        backbone, num_classes=2, preprocessor=None, dtype=dtype
+    )
     classifier(preprocessor(x=(tf.constant(["a"]), tf.constant(["b"]))))  # builds both before export
     archive = keras.export.ExportArchive()
     archive.track(classifier)
@@ -111,12 +152,12 @@ def keras_hub_peer(folder):
 
     def serve(text, text_b):
         logits = classifier(preprocessor(x=(text, text_b)), training=False)
-        return keras.ops.softmax(logits)
+        return keras.ops.cast(keras.ops.softmax(logits), "float32")  # float32 answers, as ours
 
     archive.add_endpoint(
         "serve", serve, input_signature=[tf.TensorSpec([None], tf.string, name=n) for n in ("text", "text_b")]
     )
-    path = os.path.join(folder, "keras_hub", "1")
+    path = os.path.join(folder, name, "1")
     archive.write_out(path, verbose=False)
     return path, "serve", lambda a, b: {"text": a, "text_b": b}, "output_0"
 
@@ -159,8 +200,9 @@ def _measure_pytorch(padding, pairs, iterations):
     return measure(pytorch_peer(padding), pairs, iterations)
 
 
-def measure(run, pairs, iterations):
-    """(texts/s at batch 32, p50 ms at batch 1, p99 ms at batch 1)."""
+def measure(run, pairs, iterations, latency=True):
+    """(texts/s at batch 32, p50 ms and p99 ms at batch 1 over LATENCY_REQUESTS requests); latency=False:
+    throughput only (p50 and p99 None)."""
     a, b = pairs
     run(a[:32], b[:32])
     run(a[:1], b[:1])  # warm-up: tracing, first-call allocations
@@ -168,8 +210,10 @@ def measure(run, pairs, iterations):
     for i in range(iterations):
         run(a[32 * i : 32 * (i + 1)], b[32 * i : 32 * (i + 1)])
     throughput = 32 * iterations / (time.perf_counter() - started)
+    if not latency:
+        return throughput, None, None
     latencies = []
-    for i in range(max(20, 4 * iterations)):
+    for i in range(LATENCY_REQUESTS):
         started = time.perf_counter()
         run(a[i : i + 1], b[i : i + 1])
         latencies.append(1000 * (time.perf_counter() - started))
@@ -181,6 +225,13 @@ def measure(run, pairs, iterations):
     )
 
 
+def ratio_line(results, label, numerator, denominator, target=""):
+    if numerator in results and denominator in results:
+        index = 0 if "throughput" in label else 1
+        value = results[numerator][index] / results[denominator][index]
+        print(f"{label:<58}{value:>6.2f}x{target}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=8, help="Batches of 32 timed.")
@@ -190,33 +241,87 @@ def main():
     )
     args = parser.parse_args()
     peers = [peer for peer in args.peers.split(",") if peer]
-    pairs = sample_pairs(32 * args.iterations + 40)
+    pairs = sample_pairs(32 * args.iterations + LATENCY_REQUESTS)
+    long = long_pairs(32 * args.iterations + 32)
+    print(f"CPU: {describe()}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        exports = {"albert_tf": ours(folder, args.sub_batch_size)}
+        # name: (export, how it is run, whether latency is timed, whether the long texts run too)
+        rows = {
+            "albert_tf float32": (ours(folder, args.sub_batch_size), through_cpp_loader, True, True),
+            "albert_tf bfloat16": (
+                ours(folder, args.sub_batch_size, "bfloat16", "ours_bf16"),
+                through_cpp_loader,
+                True,
+                True,
+            ),
+            "albert_tf float32 tf.saved_model": (
+                ours(folder, args.sub_batch_size, name="ours_python"),
+                through_python_loader,
+                True,
+                False,
+            ),
+            "albert_tf float32 at 128": (ours(folder, 0, name="ours_128"), at_full_length, True, True),
+            "albert_tf bfloat16 at 128": (
+                ours(folder, 0, "bfloat16", "ours_bf16_128"),
+                at_full_length,
+                True,
+                True,
+            ),
+        }
         if "keras_hub" in peers:
-            exports["keras_hub"] = keras_hub_peer(folder)
-        loaders = {"C++ loader": through_cpp_loader, "tf.saved_model": through_python_loader}
-        for name, export in exports.items():
-            for loader, load in loaders.items():
-                results[f"{name} {loader}"] = measure(load(*export), pairs, args.iterations)
+            rows["keras_hub float32"] = (keras_hub_peer(folder), through_cpp_loader, True, True)
+            rows["keras_hub bfloat16"] = (
+                keras_hub_peer(folder, "bfloat16", "keras_hub_bf16"),
+                through_cpp_loader,
+                True,
+                True,
+            )
+            rows["keras_hub float32 tf.saved_model"] = (
+                keras_hub_peer(folder, name="keras_hub_python"),
+                through_python_loader,
+                True,
+                False,
+            )
+        for name, (export, load, latency, with_long) in rows.items():
+            run = load(*export)
+            results[name] = measure(run, pairs, args.iterations, latency)
+            if with_long:
+                results[f"{name} long"] = measure(run, long, args.iterations, latency=False)
+            print(f"measured {name}", flush=True)
     if "pytorch" in peers:
         results["pytorch"] = measure_pytorch("max_length", pairs, args.iterations)
         results["pytorch_longest"] = measure_pytorch("longest", pairs, args.iterations)
-    print(f"ALBERT-base classifier, raw text pairs, seq {SEQ}, float32, CPU ({os.cpu_count()} cores)")
-    print(f"{'model':<26}{'batch-32 texts/s':>18}{'batch-1 p50 ms':>16}{'p99 ms':>10}")
+    print(f"\nALBERT-base classifier, raw text pairs, seq {SEQ}, CPU: {describe()}")
+    print("C++ loader unless the row says tf.saved_model; 'at 128': ours padded as keras-hub pads (compute")
+    print("alone); 'long': pairs of 4 corpus lines, nearly all truncated at 128 (throughput only)")
+    print(f"{'row':<40}{'batch-32 texts/s':>18}{'batch-1 p50 ms':>16}{'p99 ms':>10}")
     for name, (rate, p50, p99) in results.items():
-        print(f"{name:<26}{rate:>18.1f}{p50:>16.1f}{p99:>10.1f}")
-    ours_rate, ours_p50, _ = results["albert_tf C++ loader"]
-    if "keras_hub C++ loader" in results:
-        theirs_rate, theirs_p50, _ = results["keras_hub C++ loader"]
-        print("Through the C++ loader (what TF Serving runs):")
-        print(f"throughput vs keras_hub: {ours_rate / theirs_rate:.2f}x (target 1.3x)")
-        print(f"p50 latency vs keras_hub: {ours_p50 / theirs_p50:.2f}x (target 0.8x or less)")
-    if "pytorch" in results:
-        print(f"throughput vs pytorch: {ours_rate / results['pytorch'][0]:.2f}x (target 1.2x)")
-        best = max(results["pytorch"][0], results["pytorch_longest"][0])
-        print(f"throughput vs pytorch's best padding: {ours_rate / best:.2f}x")
+        latency = f"{p50:>16.1f}{p99:>10.1f}" if p50 is not None else f"{'':>16}{'':>10}"
+        print(f"{name:<40}{rate:>18.1f}{latency}")
+    print("\nRatios (through the C++ loader, what TF Serving runs):")
+    tf32, bf16, hub32, hub16 = (
+        "albert_tf float32",
+        "albert_tf bfloat16",
+        "keras_hub float32",
+        "keras_hub bfloat16",
+    )
+    ratio_line(results, "bfloat16 / float32 throughput", bf16, tf32, " (target 1.4x AVX512_BF16, 1.8x AMX)")
+    ratio_line(results, "bfloat16 / float32 p50 latency", bf16, tf32, " (target 1.0x or less)")
+    ratio_line(results, "bfloat16 / float32 throughput, equal padding", f"{bf16} at 128", f"{tf32} at 128")
+    ratio_line(results, "bfloat16 / float32 throughput, long texts", f"{bf16} long", f"{tf32} long")
+    ratio_line(results, "float32 vs keras_hub float32 throughput", tf32, hub32, " (target 1.3x)")
+    ratio_line(results, "float32 vs keras_hub float32 p50 latency", tf32, hub32, " (target 0.8x or less)")
+    ratio_line(results, "  like for like: equal padding, throughput", f"{tf32} at 128", hub32)
+    ratio_line(results, "  like for like: equal padding, p50 latency", f"{tf32} at 128", hub32)
+    ratio_line(results, "  long texts, throughput", f"{tf32} long", f"{hub32} long")
+    ratio_line(results, "bfloat16 vs keras_hub bfloat16 throughput", bf16, hub16, " (target 1.3x)")
+    ratio_line(results, "bfloat16 vs keras_hub bfloat16 p50 latency", bf16, hub16)
+    ratio_line(results, "  like for like: equal padding, throughput", f"{bf16} at 128", hub16)
+    ratio_line(results, "  like for like: equal padding, p50 latency", f"{bf16} at 128", hub16)
+    ratio_line(results, "  long texts, throughput", f"{bf16} long", f"{hub16} long")
+    ratio_line(results, "float32 vs pytorch (padded to 128) throughput", tf32, "pytorch", " (target 1.2x)")
+    ratio_line(results, "float32 vs pytorch_longest throughput (like for like)", tf32, "pytorch_longest")
     return 0
 
 

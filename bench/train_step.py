@@ -3,8 +3,9 @@ r"""MLM + SOP training-step throughput: albert_tf against keras-hub's AlbertBack
     pip install -e ".[bench]"
     python bench/train_step.py                       # ALBERT-base shapes: seq 128, 20 predictions, batch 16
     python bench/train_step.py --rounds=2 --steps=1  # a quick look
+    python bench/train_step.py --mixed_precision=bfloat16  # bfloat16 configurations too
 
-Both models get the same shapes, float32, the same losses (masked-LM cross-entropy weighted by
+Both models get the same shapes, the same dtype policy, the same losses (masked-LM cross-entropy weighted by
 `masked_lm_weights`, plus sentence-order cross-entropy) and the same optimizer (Adam), trained with
 `train_on_batch` under `model.compile` settings. The peer is keras-hub's `AlbertBackbone` with its own
 `MaskedLMHead` (as in `AlbertMaskedLM`) and a 2-way dense layer on the pooled output.
@@ -20,6 +21,20 @@ Configurations:
     ours <flags>         the same settings for us
 
 It also times a 2048^3 float32 tf.matmul under each oneDNN setting: the machine's matrix-multiply rate.
+
+--mixed_precision=bfloat16 then times bfloat16 configurations: the worker sets Keras' "mixed_bfloat16" dtype
+policy before building the model (matrix products and activations in bfloat16, weights and optimizer state
+in float32). albert_tf's models follow the global policy with float32 MLM and SOP logits; keras-hub's
+backbone follows it too and its heads take the backbone's policy, as in its `AlbertMaskedLM`. A bfloat16
+worker reports its layers' compute dtypes, so a model that silently stays in float32 shows. A worker holds
+3-4.5 GB, too many for all at once, so each bfloat16 configuration is timed in turn with a fresh worker of
+its float32 twin (same model, XLA and oneDNN settings), pair by pair, after the float32 table above:
+    keras_hub bfloat16 ...  keras_hub default and keras_hub XLA off, oneDNN on, in bfloat16
+    ours bfloat16           ours default in bfloat16: bfloat16 / its twin is the bfloat16 speed-up
+    ours bfloat16 ...       ours XLA off, oneDNN on, in bfloat16
+The matmul worker then also times a 2048^3 bfloat16 tf.matmul, and a bfloat16 configuration's "of matmul"
+is its fraction of the best bfloat16 matmul rate. bfloat16 is native on CPUs with avx512_bf16 (about 2x
+float32) or amx_bf16 (far more), emulated otherwise: the first line printed names the CPU and its flags.
 """
 
 import argparse
@@ -119,11 +134,13 @@ def build_keras_hub(config):
         token_embedding=backbone.token_embedding,
         intermediate_activation=gelu_approximate,
         kernel_initializer=albert_kernel_initializer(),
+        dtype=backbone.dtype_policy,  # as in keras-hub's AlbertMaskedLM: the global policy
         name="mlm_head",
     )
+    sop_head = keras.layers.Dense(2, dtype=backbone.dtype_policy, name="sop_head")
     outputs = {
         "mlm_logits": head(encoded["sequence_output"], inputs["mask_positions"]),
-        "sop_logits": keras.layers.Dense(2, name="sop_head")(encoded["pooled_output"]),
+        "sop_logits": sop_head(encoded["pooled_output"]),
     }
     # keras-hub's names for the same inputs.
     names = ("token_ids", "padding_mask", "segment_ids", "mask_positions")
@@ -144,20 +161,35 @@ def compile_pretraining(model, jit_compile):
     )
 
 
-def worker(model_name, jit_compile):
+def matmul_dtypes(model):
+    """How many of the model's layers with a kernel (its matrix products) compute in each dtype."""
+    counts = {}
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if hasattr(layer, "kernel") or hasattr(layer, "_kernel"):
+            counts[layer.compute_dtype] = counts.get(layer.compute_dtype, 0) + 1
+    return counts
+
+
+def worker(model_name, jit_compile, dtype):
+    import keras
     import tensorflow as tf
 
+    if dtype == "bfloat16":
+        keras.config.set_dtype_policy("mixed_bfloat16")  # before any layer is built
     config = albert_base()
     build = build_ours if model_name == "ours" else build_keras_hub
     model, input_names = build(config)
     compile_pretraining(model, jit_compile)
+    compute = matmul_dtypes(model)
+    if dtype == "bfloat16" and "bfloat16" not in compute:
+        raise RuntimeError(f"{model_name} built under mixed_bfloat16 computes in {compute}, not bfloat16")
     batch = make_batch(config["vocab_size"], **SHAPES)
     x = {input_names[name]: tf.constant(batch[name]) for name in OUR_INPUTS}
     y = {"mlm_logits": tf.constant(batch["mlm_ids"]), "sop_logits": tf.constant(batch["sop"])}
     weights = {"mlm_logits": tf.constant(batch["mlm_weights"]), "sop_logits": tf.ones(SHAPES["batch_size"])}
     for _ in range(2):  # tracing, XLA compilation, allocator warm-up
         model.train_on_batch(x, y, sample_weight=weights)
-    print(json.dumps({"ready": True, "jit": str(model.jit_compile)}), flush=True)
+    print(json.dumps({"ready": True, "jit": str(model.jit_compile), "compute": compute}), flush=True)
     for line in sys.stdin:
         steps = int(line)
         start = time.perf_counter()
@@ -170,31 +202,41 @@ def worker(model_name, jit_compile):
         )
 
 
-def matmul_rate():
+def matmul_rate(dtypes):
     import tensorflow as tf
 
     n = 2048
-    a, b = tf.random.normal((n, n)), tf.random.normal((n, n))
-    (a @ b).numpy()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
+    rates = {}
+    for dtype in dtypes:
+        a, b = (tf.cast(tf.random.normal((n, n)), dtype) for _ in range(2))
         (a @ b).numpy()
-        best = min(best, time.perf_counter() - start)
-    print(json.dumps({"gflops": 2 * n**3 / best / 1e9}), flush=True)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            (a @ b).numpy()
+            best = min(best, time.perf_counter() - start)
+        rates[dtype] = 2 * n**3 / best / 1e9
+    print(json.dumps({"gflops": rates}), flush=True)
 
 
 # ----------------------------------------------------------------------------------------------- parent
 
 CONFIGURATIONS = [
-    # (label, model, jit_compile, TF_ENABLE_ONEDNN_OPTS or None for TensorFlow's own default)
-    ("keras_hub default (XLA auto, oneDNN default)", "keras_hub", "auto", None),
-    ("keras_hub XLA off, oneDNN off", "keras_hub", False, "0"),
-    ("keras_hub XLA off, oneDNN on", "keras_hub", False, "1"),
-    ("keras_hub XLA on, oneDNN on", "keras_hub", True, "1"),
-    ("ours default", "ours", "auto", "default"),
-    ("ours XLA off, oneDNN on", "ours", False, "1"),
-    ("ours XLA on, oneDNN off", "ours", True, "0"),
+    # (label, model, jit_compile, TF_ENABLE_ONEDNN_OPTS or None for TensorFlow's own default, dtype)
+    ("keras_hub default (XLA auto, oneDNN default)", "keras_hub", "auto", None, "float32"),
+    ("keras_hub XLA off, oneDNN off", "keras_hub", False, "0", "float32"),
+    ("keras_hub XLA off, oneDNN on", "keras_hub", False, "1", "float32"),
+    ("keras_hub XLA on, oneDNN on", "keras_hub", True, "1", "float32"),
+    ("ours default", "ours", "auto", "default", "float32"),
+    ("ours XLA off, oneDNN on", "ours", False, "1", "float32"),
+    ("ours XLA on, oneDNN off", "ours", True, "0", "float32"),
+]
+# --mixed_precision=bfloat16 adds these: the default and XLA off, oneDNN on settings of each model.
+BFLOAT16_CONFIGURATIONS = [
+    ("keras_hub bfloat16 (XLA auto, oneDNN default)", "keras_hub", "auto", None, "bfloat16"),
+    ("keras_hub bfloat16 XLA off, oneDNN on", "keras_hub", False, "1", "bfloat16"),
+    ("ours bfloat16", "ours", "auto", "default", "bfloat16"),
+    ("ours bfloat16 XLA off, oneDNN on", "ours", False, "1", "bfloat16"),
 ]
 
 
@@ -238,53 +280,56 @@ def main():
     )
     parser.add_argument("--rounds", type=int, default=4, help="timed rounds per configuration")
     parser.add_argument("--steps", type=int, default=3, help="training steps per round")
+    parser.add_argument(
+        "--mixed_precision",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="bfloat16: also time bfloat16 (mixed_bfloat16) configurations beside the float32 ones",
+    )
     parser.add_argument("--worker", choices=["ours", "keras_hub", "matmul"], help=argparse.SUPPRESS)
     parser.add_argument("--jit", default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker == "matmul":
-        return matmul_rate()
+        return matmul_rate(args.dtype.split(","))
     if args.worker:
-        return worker(args.worker, {"auto": "auto", "True": True, "False": False}[args.jit])
+        return worker(args.worker, {"auto": "auto", "True": True, "False": False}[args.jit], args.dtype)
 
+    from machine import describe  # bench/ (this script's folder) is on sys.path; workers don't need it
+
+    bfloat16 = args.mixed_precision == "bfloat16"
+    dtypes = ("float32", "bfloat16") if bfloat16 else ("float32",)
     config = albert_base()
     flops = train_step_flops(config, **SHAPES)
+    print(describe(), flush=True)
     print(
-        f"ALBERT-base shapes {SHAPES}, float32; {flops / 1e12:.3f} TFLOP (matmul) per training step",
+        f"ALBERT-base shapes {SHAPES}, {' and '.join(dtypes)}; "
+        f"{flops / 1e12:.3f} TFLOP (matmul) per training step",
         flush=True,
     )
-    rates = {}
+    rates = {dtype: {} for dtype in dtypes}
     for onednn in ("0", "1"):
-        process = spawn(["--worker=matmul"], onednn)
-        rates[onednn] = read_json(process)["gflops"]
+        process = spawn(["--worker=matmul", f"--dtype={','.join(dtypes)}"], onednn)
+        for dtype, gflops in read_json(process)["gflops"].items():
+            rates[dtype][onednn] = gflops
         process.wait()
-        print(
-            f"tf.matmul 2048^3 float32, oneDNN {('off', 'on')[onednn == '1']}: {rates[onednn]:.1f} GFLOP/s",
-            flush=True,
-        )
-    peak = max(rates.values())
+    for dtype in dtypes:
+        for onednn in ("0", "1"):
+            print(
+                f"tf.matmul 2048^3 {dtype}, oneDNN {('off', 'on')[onednn == '1']}: "
+                f"{rates[dtype][onednn]:.1f} GFLOP/s",
+                flush=True,
+            )
+    peak = {dtype: max(rate.values()) for dtype, rate in rates.items()}
 
-    workers = []
-    for label, model, jit, onednn in CONFIGURATIONS:
-        process = spawn([f"--worker={model}", f"--jit={jit}"], onednn)
-        read_json(process)
-        workers.append((label, process))
-        print(f"ready: {label}", flush=True)
-    times = {label: [] for label, _ in workers}
-    for _ in range(args.rounds):
-        for label, process in workers:
-            process.stdin.write(f"{args.steps}\n")
-            process.stdin.flush()
-            times[label].append(read_json(process)["seconds"] / args.steps)
-    for _, process in workers:
-        process.stdin.close()
-        process.wait()
-
+    # The float32 configurations, as without --mixed_precision, all timed in turn.
+    times = time_in_turn(CONFIGURATIONS, args.rounds, args.steps)
     # The median round resists a stray slow round on a shared machine.
-    rate = {label: SHAPES["batch_size"] / sorted(t)[len(t) // 2] for label, t in times.items()}
+    rate = {label: median_rate(t) for label, t in times.items()}
     print(f"\n{'configuration':<48}{'seq/s':>8}{'GFLOP/s':>10}{'of matmul':>11}")
     for label, value in rate.items():
         gflops = value / SHAPES["batch_size"] * flops / 1e9
-        print(f"{label:<48}{value:>8.2f}{gflops:>10.1f}{gflops / peak:>10.0%}")
+        print(f"{label:<48}{value:>8.2f}{gflops:>10.1f}{gflops / peak['float32']:>10.0%}")
     peer_default = rate["keras_hub default (XLA auto, oneDNN default)"]
     peer_best = max(v for k, v in rate.items() if k.startswith("keras_hub"))
     ours = rate["ours default"]
@@ -292,8 +337,74 @@ def main():
     print(f"\nours default / keras_hub default: {ours / peer_default:.2f}x (target >= 1.3x)")
     print(f"ours default / keras_hub best:    {ours / peer_best:.2f}x (target >= 1.0x)")
     print(f"ours best / keras_hub best:       {ours_best / peer_best:.2f}x")
-    achieved = ours / SHAPES["batch_size"] * flops / 1e9 / peak
+    achieved = ours / SHAPES["batch_size"] * flops / 1e9 / peak["float32"]
     print(f"ours default achieved rate:       {achieved:.0%} of tf.matmul (target >= 80%)")
+    if bfloat16:
+        time_bfloat16(args.rounds, args.steps, flops, peak)
+
+
+def median_rate(seconds):
+    """Sequences per second of the median round."""
+    return SHAPES["batch_size"] / sorted(seconds)[len(seconds) // 2]
+
+
+def time_in_turn(configurations, rounds, steps):
+    """Seconds per step of each round of each configuration: one worker each, timed one round in turn."""
+    workers = []
+    try:
+        for label, model, jit, onednn, dtype in configurations:
+            process = spawn([f"--worker={model}", f"--jit={jit}", f"--dtype={dtype}"], onednn)
+            workers.append((label, process))
+            compute = read_json(process)["compute"]
+            if dtype == "float32":
+                print(f"ready: {label}", flush=True)
+            else:  # the proof that it computes in bfloat16: its kernel layers' compute dtypes
+                layers = ", ".join(f"{count} {name}" for name, count in sorted(compute.items()))
+                print(f"ready: {label} (layers with a kernel compute in: {layers})", flush=True)
+        times = {label: [] for label, _ in workers}
+        for _ in range(rounds):
+            for label, process in workers:
+                process.stdin.write(f"{steps}\n")
+                process.stdin.flush()
+                times[label].append(read_json(process)["seconds"] / steps)
+    finally:
+        for _, process in workers:
+            process.stdin.close()
+            process.wait()
+    return times
+
+
+def time_bfloat16(rounds, steps, flops, peak):
+    """Each bfloat16 configuration timed in turn with its float32 twin (the same model, XLA and oneDNN
+    settings), pair by pair: a worker holds 3-4.5 GB, and all of them at once outgrow a 24 GB machine."""
+    rate, twin_rate = {}, {}
+    for label, model, jit, onednn, dtype in BFLOAT16_CONFIGURATIONS:
+        twin = next(c for c in CONFIGURATIONS if c[1:4] == (model, jit, onednn))
+        times = time_in_turn([twin, (label, model, jit, onednn, dtype)], rounds, steps)
+        rate[label], twin_rate[label] = median_rate(times[label]), median_rate(times[twin[0]])
+    heading = "bfloat16 (timed beside its float32 twin)"
+    print(f"\n{heading:<48}{'seq/s':>8}{'GFLOP/s':>10}{'of matmul':>11}{'float32 seq/s':>15}{'speed-up':>10}")
+    for label, value in rate.items():
+        gflops = value / SHAPES["batch_size"] * flops / 1e9
+        print(
+            f"{label:<48}{value:>8.2f}{gflops:>10.1f}{gflops / peak['bfloat16']:>10.0%}"
+            f"{twin_rate[label]:>15.2f}{value / twin_rate[label]:>9.2f}x"
+        )
+    ours = rate["ours bfloat16"]
+    achieved = ours / SHAPES["batch_size"] * flops / 1e9 / peak["bfloat16"]
+    print(
+        f"\nours bfloat16 / ours float32:     {ours / twin_rate['ours bfloat16']:.2f}x "
+        "(goal >= 1.3x on AVX512_BF16, >= 1.6x on AMX)"
+    )
+    print(
+        f"ours bfloat16 achieved rate:      {achieved:.0%} of bfloat16 tf.matmul "
+        f"({peak['bfloat16']:.1f} GFLOP/s)"
+    )
+    print(f"ours bfloat16 / keras_hub bfloat16 (defaults): {ours / rate[BFLOAT16_CONFIGURATIONS[0][0]]:.2f}x")
+    print(
+        f"tf.matmul bfloat16 / float32:     {peak['bfloat16'] / peak['float32']:.2f}x "
+        "(what a step made only of matrix products would gain)"
+    )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,10 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=1e-12, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build((*sequence_output_shape[:-1], embedding_size))
-        # Not autocast: the bias is added to float32 logits at full precision under mixed policies.
+        # float32 and not autocast: the bias is added to float32 logits at full precision under any
+        # policy (also "bfloat16", whose other weights are stored in bfloat16).
         self.output_bias = self.add_weight(
-            shape=(vocab_size,), initializer="zeros", autocast=False, name="output_bias"
+            shape=(vocab_size,), initializer="zeros", dtype="float32", autocast=False, name="output_bias"
         )
 
     def call(self, sequence_output, masked_lm_positions):

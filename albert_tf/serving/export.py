@@ -41,6 +41,7 @@ import tensorflow as tf
 from albert_tf import file_io
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.finetuning import span_decoding
+from albert_tf.models.precision import PRECISIONS, with_precision
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
@@ -335,7 +336,7 @@ def _finish_proto(export_dir, methods):
 
 def export_saved_model(
     model, spm_model_file, export_dir, task, max_seq_length=None, pair=False, do_lower_case=True,
-    warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE,
+    warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE, precision="float32",
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
 
@@ -351,6 +352,10 @@ def export_saved_model(
       span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults).
       sub_batch_size: rows per sub-batch of a request sorted by length; 0 runs the whole batch at once
         (a GPU usually gains more from large products than from less padding).
+      precision: "float32", or "bfloat16": matrix products and attention in bfloat16 with LayerNorm
+        statistics, the softmax and every logit in float32, weights stored in bfloat16 (the logit heads' in
+        float32); outputs stay float32 (albert_tf/models/precision.py). For CPUs with native bfloat16
+        (AVX512_BF16, AMX) and GPUs; elsewhere it is emulated and slower than float32.
 
     Returns:
       export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the
@@ -363,6 +368,8 @@ def export_saved_model(
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
         )
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
     span_settings = span_settings or span_decoding.SpanSettings()
     if max_seq_length is None:
         max_seq_length = span_settings.max_seq_length if task == "span" else 128
@@ -379,6 +386,7 @@ def export_saved_model(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
     pair = pair or task == "span"
+    model = with_precision(model, precision)
     tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
     functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
     signatures, methods = _signatures(functions)
