@@ -41,7 +41,7 @@ import tensorflow as tf
 from albert_tf import file_io
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.finetuning import span_decoding
-from albert_tf.models.precision import PRECISIONS, with_precision
+from albert_tf.models.precision import with_precision
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
@@ -368,8 +368,6 @@ def export_saved_model(
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
         )
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
     span_settings = span_settings or span_decoding.SpanSettings()
     if max_seq_length is None:
         max_seq_length = span_settings.max_seq_length if task == "span" else 128

@@ -474,16 +474,15 @@ def test_multiple_choice_scores_each_choice(exports):
             servables["multiple_choice"].run("serving_default", request)
 
 
-@pytest.fixture(scope="module")
-def corpus_lines():
-    with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
-        return [line.strip() for line in file if len(line.split()) > 5][:60]
-
-
 def sample_lines(count):
     """count lines of the sample corpus of more than 5 words."""
     with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
         return [line.strip() for line in file if len(line.split()) > 5][:count]
+
+
+@pytest.fixture(scope="module")
+def corpus_lines():
+    return sample_lines(60)
 
 
 def test_bfloat16_classifier_exports_answer_as_the_float32_export(exports):
