@@ -364,6 +364,23 @@ def test_masked_positions_outside_the_row_are_refused(exports):
         servables["classifier"].run("serve_token_ids", empty)
 
 
+def test_bfloat16_exports_refuse_wrong_requests_as_float32_ones_do(exports, tmp_path):
+    """The request checks live in the graph whatever the precision: a token-id request of width 0 and a
+    span request without its context are refused by the bfloat16 exports too; an unknown precision is
+    refused before anything is written."""
+    _, models, _, servables = exports
+    empty = {name: np.zeros((2, 0), np.int32) for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    with pytest.raises(ServingError, match="width 0"):
+        servables["classifier_bfloat16"].run("serve_token_ids", empty)
+    with pytest.raises(ServingError, match="takes inputs"):
+        servables["span_bfloat16"].run("serving_default", {"text": ["a question without its context"]})
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16; got 'float16'"):
+        export.export_saved_model(
+            models["classifier"], SPM, tmp_path / "1", "classifier", SEQ, precision="float16"
+        )
+    assert not os.path.exists(tmp_path / "1")
+
+
 def test_only_a_rows_trailing_run_of_cls_is_server_padding(exports):
     """TF Serving pads a narrower request at the end of its rows with [CLS] (the tensor's first element): that
     trailing run is padding, but a [CLS] followed by a real token is a token, as the Keras model sees it."""
