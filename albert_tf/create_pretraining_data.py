@@ -25,7 +25,11 @@ flags.DEFINE_string(
     "Missing folders are made.",
 )
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
-flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (match the SentencePiece model).")
+flags.DEFINE_bool(
+    "do_lower_case", True,
+    "Lowercase the text (match the SentencePiece model). The manifest records it; a model pretrained on the "
+    "records keeps it in its directory (tokenizer.json), and fine-tuning and the export tokenize by it.",
+)  # fmt: skip
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
 flags.DEFINE_integer("max_seq_length", 512, "Tokens per instance, [CLS] and [SEP]s included.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked tokens per instance.")

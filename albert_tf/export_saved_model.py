@@ -19,7 +19,11 @@ from absl import app, flags
 from albert_tf import tf_startup
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "A model directory (albert_config.json, spm.model, weights).")
+flags.DEFINE_string(
+    "model_dir", None,
+    "A model directory (albert_config.json, spm.model, weights; tokenizer.json says whether its text is "
+    "lowercased: the export tokenizes as the model was trained).",
+)  # fmt: skip
 flags.DEFINE_enum(
     "task", "encoder", ["encoder", "pretraining", "classifier", "span", "multiple_choice"], "What to serve."
 )
@@ -93,6 +97,7 @@ def main(argv):
             pair=FLAGS.text_pair,
             span_settings=span_settings,
             precision=FLAGS.precision,
+            do_lower_case=model_dir.do_lower_case(FLAGS.model_dir),
             **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError) as error:

@@ -42,6 +42,11 @@ def exists(path):
     return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
 
 
+def size(path):
+    """The file's size in bytes."""
+    return _gfile().stat(path).length
+
+
 def isdir(path):
     return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 

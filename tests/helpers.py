@@ -89,7 +89,8 @@ def run_on_two_devices(module, args, check=True):
     return result
 
 
-def _free_ports(count):
+def free_ports(count):
+    """count TCP ports free on 127.0.0.1 now."""
     sockets = [socket.socket() for _ in range(count)]
     for handle in sockets:
         handle.bind(("127.0.0.1", 0))
@@ -106,7 +107,7 @@ def run_on_two_workers(module, worker_args):
     Returns:
       each worker's output (stdout and stderr together).
     """
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = []
     for index, args in enumerate(worker_args):
         config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})

@@ -122,7 +122,13 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     file_io.copy(str(REPO / "configs" / "albert_tiny.json"), config)
     spm = file_io.join(ram, "spm.model")
     file_io.copy(str(REPO / "data" / "sample" / "spm_8k.model"), spm)
-    records = str(REPO / "data" / "sample" / "records")
+    # Inputs remote too: the sample's records and manifests (shard names relative to it), the task's CSVs.
+    records = file_io.join(ram, "records")
+    for path in (REPO / "data" / "sample" / "records").iterdir():
+        file_io.copy(str(path), file_io.join(records, path.name))
+    topics = file_io.join(ram, "doc_topics")
+    for name in ("train.csv", "dev.csv"):
+        file_io.copy(str(REPO / "data" / "doc_topics" / name), file_io.join(topics, name))
     pretrained = file_io.join(ram, "runs", "tiny")
     run(PretrainingSettings(
         albert_config_file=config, input_file=f"{records}/train.manifest.json",
@@ -131,15 +137,21 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
         save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2, eval_every_steps=2, max_eval_steps=2,
     ))  # fmt: skip
     written = set(model_dir.files(pretrained))
-    assert written == {"albert_config.json", "spm.model", "global_step.json", "pretrainer.weights.h5"}
+    assert written == {
+        "albert_config.json",
+        "spm.model",
+        "tokenizer.json",
+        "global_step.json",
+        "pretrainer.weights.h5",
+    }
     for name in ("eval_results.json", "eval_history.jsonl", "checkpoints/checkpoint"):
         assert file_io.exists(file_io.join(pretrained, name)), name
     assert file_io.glob(file_io.join(pretrained, "train", "events.out.tfevents.*"))
 
     tuned = file_io.join(ram, "runs", "topics")
     classifier.run(classifier.ClassifierSettings(
-        task_name="text", train_file=str(REPO / "data" / "doc_topics" / "train.csv"),
-        dev_file=str(REPO / "data" / "doc_topics" / "dev.csv"), model_dir=pretrained, output_dir=tuned,
+        task_name="text", train_file=file_io.join(topics, "train.csv"),
+        dev_file=file_io.join(topics, "dev.csv"), model_dir=pretrained, output_dir=tuned,
         max_seq_length=32, train_batch_size=8, eval_batch_size=64, train_step=4, warmup_step=1,
         save_checkpoints_steps=2,
     ))  # fmt: skip

@@ -96,4 +96,4 @@ def test_the_installed_wheel_converts_a_hugging_face_directory(installed):
           f"--input={REPO / 'tests' / 'testdata' / 'hf_single_group'}", "--output_dir=models/converted"],
          work)  # fmt: skip
     written = sorted(os.listdir(work / "models" / "converted"))
-    assert written == ["albert_config.json", "pretrainer.weights.h5"], written
+    assert written == ["albert_config.json", "pretrainer.weights.h5", "tokenizer.json"], written

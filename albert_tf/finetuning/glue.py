@@ -170,18 +170,20 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
 
 
 def classification_dataset(
-    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32
-):
+    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32,
+    do_lower_case=True,
+):  # fmt: skip
     """(features, label) batches for `model.fit`: in-graph tokenization, packed, truncated to seq_length.
 
     Each batch is padded to its longest example rounded up to a multiple of `pad_to_multiple` (at most
     seq_length): short texts compute less, and few distinct shapes are traced. None pads to seq_length.
     Training data is shuffled (all examples, reshuffled each epoch) and batches are full; evaluation keeps
-    the order and the last partial batch. Labels: int32 class index, or float32 for regression.
+    the order and the last partial batch. Labels: int32 class index, or float32 for regression. Text is
+    lowercased before SentencePiece unless do_lower_case is False (a cased model: model_dir.do_lower_case).
     """
     if not examples:
         raise DataError("no examples")
-    tokenizer = InGraphTokenizer(spm_model_file)
+    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
     pair = examples[0].text_b is not None
     labels = [example.label for example in examples]
     regression = isinstance(labels[0], float)

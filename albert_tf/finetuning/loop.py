@@ -79,6 +79,7 @@ class FineTuningRun:
         self.spm = model_dir.spm_model_file(s.model_dir)
         if not self.spm:
             raise FileNotFoundError(f"{s.model_dir} has no spm.model")
+        self.do_lower_case = model_dir.do_lower_case(s.model_dir)  # a cased model's text keeps its case
         config = model_dir.load_config(s.model_dir)
         check_fits_vocabulary(self.spm, config.vocab_size, file_io.join(s.model_dir, model_dir.CONFIG_FILE))
         positions = config.max_position_embeddings

@@ -32,8 +32,9 @@ class RaceRun(classifier.ClassifierRun):
         s = self.settings
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return race.multiple_choice_dataset(
-            self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed
-        )
+            self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed,
+            do_lower_case=self.do_lower_case,
+        )  # fmt: skip
 
 
 def run(settings):

@@ -76,14 +76,17 @@ def _read_file(path):
     return examples
 
 
-def multiple_choice_dataset(examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345):
+def multiple_choice_dataset(
+    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, do_lower_case=True
+):  # fmt: skip
     """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch].
 
     Training data is shuffled each epoch and batches are full; evaluation keeps order and the last batch.
+    Text is lowercased before SentencePiece unless do_lower_case is False (a cased model).
     """
     if not examples:
         raise DataError("no examples")
-    tokenizer = InGraphTokenizer(spm_model_file)
+    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
     count = len(examples[0].choices)
     columns = {
         "article": [e.article for e in examples],

@@ -45,7 +45,7 @@ class SquadRun(loop.FineTuningRun):
     def _read(self):
         """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)} as the settings ask."""
         s = self.settings
-        tokenizer = AlbertTokenizer(self.spm)
+        tokenizer = AlbertTokenizer(self.spm, do_lower_case=self.do_lower_case)
         windows = {"seq_length": s.max_seq_length, "doc_stride": s.doc_stride,
                    "max_query_length": s.max_query_length}  # fmt: skip
         splits = {}

@@ -4,6 +4,9 @@ of fine-tuning and export).
 A model directory holds
     albert_config.json        the model's config (original keys),
     spm.model                 its SentencePiece model (absent when the run had none),
+    tokenizer.json            {"do_lower_case": false} for a cased model: how text becomes ids before
+                              SentencePiece (absent: lowercased, as the released models and directories
+                              written before this file are); fine-tuning and export tokenize by it,
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
     global_step.json          {"global_step": N}: the step those weights were trained to, when known (written
                               by pretraining and by conversions of TF1 checkpoints that hold one), so that
@@ -30,6 +33,7 @@ SPM_FILE = "spm.model"
 WEIGHTS_FILE = "pretrainer.weights.h5"
 TASK_MODEL_FILE = "task_model.keras"
 STEP_FILE = "global_step.json"
+TOKENIZER_FILE = "tokenizer.json"
 
 
 def _require(directory, name):
@@ -46,7 +50,7 @@ def is_model_dir(directory):
 
 def files(directory):
     """The model-directory files directory holds, by name."""
-    names = (CONFIG_FILE, SPM_FILE, STEP_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
+    names = (CONFIG_FILE, SPM_FILE, TOKENIZER_FILE, STEP_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
     return [name for name in names if file_io.exists(file_io.join(directory, name))]
 
 
@@ -60,18 +64,41 @@ def spm_model_file(directory):
     return path if file_io.exists(path) else None
 
 
+def _json_value(directory, name, key, default, valid, expected):
+    """The `key` of the JSON object in directory/name, or default when the file is missing; ValueError
+    naming the file and what was `expected` when valid(value) is false."""
+    path = file_io.join(directory, name)
+    if not file_io.exists(path):
+        return default
+    try:
+        value = json.loads(file_io.read_text(path))[key]
+    except (ValueError, KeyError, TypeError):
+        value = None
+    if not valid(value):
+        raise ValueError(f"{path}: expected {expected}")
+    return value
+
+
+def do_lower_case(directory):
+    """Whether the directory's model takes lowercased text (tokenizer.json; True when it has none)."""
+    return _json_value(
+        directory, TOKENIZER_FILE, "do_lower_case", True, lambda value: isinstance(value, bool),
+        '{"do_lower_case": true} or {"do_lower_case": false}',
+    )  # fmt: skip
+
+
+def _write_tokenizer_settings(directory, lowercased):
+    path = file_io.join(directory, TOKENIZER_FILE)
+    file_io.write_atomically(path, (json.dumps({"do_lower_case": bool(lowercased)}) + "\n").encode())
+
+
 def global_step(directory):
     """The step the directory's weights were trained to (global_step.json), or None when it does not say."""
-    path = file_io.join(directory, STEP_FILE)
-    if not file_io.exists(path):
-        return None
-    try:
-        step = json.loads(file_io.read_text(path))["global_step"]
-    except (ValueError, KeyError, TypeError):
-        step = None
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise ValueError(f'{path}: expected {{"global_step": N}} with N a whole number ≥ 0')
-    return step
+    return _json_value(
+        directory, STEP_FILE, "global_step", None,
+        lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+        '{"global_step": N} with N a whole number ≥ 0',
+    )  # fmt: skip
 
 
 def load_pretrainer(directory, dtype=None) -> AlbertPretrainer:
@@ -92,18 +119,23 @@ def _copy_spm(spm_model, directory):
         file_io.copy(spm_model, target)
 
 
-def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None, step=None):
-    """Writes config, SentencePiece model, step and weights; each file appears whole (temporary name, rename).
+def save_model_dir(
+    pretrainer: AlbertPretrainer, directory, spm_model=None, step=None, do_lower_case=True
+):  # fmt: skip
+    """Writes config, SentencePiece model, tokenizer settings, step and weights; each file appears whole
+    (temporary name, rename).
 
     Args:
         pretrainer: the model to save.
         directory: created if missing (any TensorFlow file system); files already there are replaced.
         spm_model: path of the SentencePiece model to copy in, or None.
         step: the step the weights were trained to (global_step.json), or None when unknown (no file).
+        do_lower_case: whether text is lowercased before SentencePiece (False: a cased model).
     """
     file_io.makedirs(directory)
     pretrainer.encoder.config.to_json_file(file_io.join(directory, CONFIG_FILE))
     _copy_spm(spm_model, directory)
+    _write_tokenizer_settings(directory, do_lower_case)
     step_file = file_io.join(directory, STEP_FILE)
     if step is None:
         file_io.remove(step_file)  # a step from weights saved here before would be wrong now
@@ -113,10 +145,12 @@ def save_model_dir(pretrainer: AlbertPretrainer, directory, spm_model=None, step
 
 
 def copy_config_and_spm(source, directory):
-    """Starts a model directory for a model fine-tuned from `source`: its config and SentencePiece model."""
+    """Starts a model directory for a model fine-tuned from `source`: its config, SentencePiece model and
+    tokenizer settings."""
     file_io.makedirs(directory)
     load_config(source).to_json_file(file_io.join(directory, CONFIG_FILE))
     _copy_spm(spm_model_file(source), directory)
+    _write_tokenizer_settings(directory, do_lower_case(source))
 
 
 def save_task_model(model, directory):

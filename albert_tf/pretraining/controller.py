@@ -38,14 +38,17 @@ class Controller:
       chief: whether this process writes the run's files.
       step_known: False when the weights evaluated come with no step (an evaluation alone of a Hugging Face
         directory): results say `"global_step": null`, TensorBoard files them at step 0.
+      damaged_shard: batch number → a line naming the training shard that fails to read there, or None
+        (PretrainingInput.damaged_shard).
     """
 
     def __init__(
-        self, settings, trainer, iterator, manager, log, evaluator=None, chief=True, step_known=True
-    ):
+        self, settings, trainer, iterator, manager, log, evaluator=None, chief=True, step_known=True,
+        damaged_shard=None,
+    ):  # fmt: skip
         self.settings, self.trainer, self.iterator = settings, trainer, iterator
         self.manager, self.log, self.evaluator, self.chief = manager, log, evaluator, chief
-        self.step_known = step_known
+        self.step_known, self.damaged_shard = step_known, damaged_shard
         self.history_path = file_io.join(settings.output_dir, EVAL_HISTORY_FILE)
 
     def train(self):
@@ -64,7 +67,10 @@ class Controller:
             boundary = min(
                 [s.num_train_steps, step + s.steps_per_loop] + [(step // n + 1) * n for n in every]
             )
-            sums, counts, skips = trainer.loop(self.iterator, tf.constant(boundary - step))
+            try:
+                sums, counts, skips = trainer.loop(self.iterator, tf.constant(boundary - step))
+            except tf.errors.DataLossError as error:
+                raise self._data_error(error) from None
             sums, step = sums.numpy(), trainer.step
             window_sums, window_counts = window_sums + sums, window_counts + counts.numpy()
             skipped += float(skips)
@@ -99,6 +105,20 @@ class Controller:
             ):
                 self.evaluate()
         return last
+
+    def _data_error(self, error):
+        """Saves the last completed step (a failed read stops a step before it changes anything) and returns
+        the TrainingError that names the damaged shard."""
+        step, batch = self.trainer.step, int(self.trainer.batches.numpy())
+        latest = self.manager.latest_checkpoint
+        if not latest or not latest.endswith(f"-{step}"):
+            latest = self.manager.save(checkpoint_number=step)
+        where = (self.damaged_shard(batch) if self.damaged_shard else None) or error.message.strip()
+        return TrainingError(
+            f"the training records fail to read at step {step + 1}: {where}. "
+            f"Step {step} is saved in {latest}; rebuild the shard (create_pretraining_data writes the same "
+            "bytes again) or copy it whole, then run again: the run resumes there"
+        )
 
     @staticmethod
     def _new_window():

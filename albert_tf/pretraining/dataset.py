@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from albert_tf import features
 from albert_tf.pretraining.data.manifest import Manifest
+from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import CLS, MASK, SEP, SPECIAL_IDS
 
 
@@ -95,34 +96,6 @@ def load_manifest(path):
         return Manifest.from_json(handle.read().decode("utf-8"), path)
 
 
-def manifest_records(manifest, skip_records=0, repeat=False):
-    """Serialized records of a build in its manifest's order, which is the build's global shuffle.
-
-    A resumed run passes the number of records it has consumed as skip_records: Manifest.locate finds the
-    shard and record from the per-shard counts, the shards before it are never opened, and only the records
-    before the start inside that one shard are read (not parsed).
-
-    Args:
-      manifest: a Manifest or the path of its JSON file.
-      skip_records: records of the order to pass over (past the total: later passes, when repeat).
-      repeat: after the last shard, start again from the first, forever.
-
-    Returns:
-      tf.data.Dataset of scalar tf.string records.
-    """
-    if isinstance(manifest, str):
-        manifest = load_manifest(manifest)
-    position = manifest.locate(skip_records)
-    paths = manifest.shard_paths()
-    compression = "GZIP" if manifest.settings["gzip"] else ""
-    records = tf.data.TFRecordDataset(paths[position.shard], compression).skip(position.record)
-    if position.shard + 1 < len(paths):
-        records = records.concatenate(tf.data.TFRecordDataset(paths[position.shard + 1 :], compression))
-    if repeat:
-        records = records.concatenate(tf.data.TFRecordDataset(paths, compression).repeat())
-    return records
-
-
 def pretraining_dataset(
     file_patterns,
     *,
@@ -190,15 +163,13 @@ def manifest_dataset(
     input_context=None,
     online_masking=None,
     seed=12345,
-    start_record=0,
+    start_batch=0,
 ):
-    """Training batches of a build in its manifest's order (the build's global shuffle), repeated forever.
+    """Training batches of a build with a manifest, from global batch start_batch on, forever.
 
-    Step t's global batch is records [t·G, (t+1)·G) of that order (G = global_batch_size) whatever the
-    replica or worker count: input pipeline i of P takes the i-th of P equal chunks of each step's records.
-    A resumed run passes start_record (steps done × G): the right shard is opened at the right record from
-    the manifest's counts (manifest_records), so resuming costs the same at any step. Online masks are drawn
-    from (seed, the record's index in the order), so they too do not depend on the replica count.
+    The build's shards are dealt to lanes (albert_tf.pretraining.lanes): each input pipeline reads only the
+    shards of its lanes, each epoch in an order drawn from (seed, epoch), and step t's global batch is the
+    same for any replica or worker count; a resumed run opens in each lane the shard it stands in.
 
     Args:
       manifest: a Manifest or the path of its JSON file.
@@ -210,11 +181,9 @@ def manifest_dataset(
         raise ValueError(
             f"the global batch {global_batch_size} does not split into {pipelines} input pipelines"
         )
-    records = manifest_records(manifest, skip_records=start_record, repeat=True)
-    indexed = tf.data.Dataset.zip(tf.data.Dataset.counter(start_record), records)
-    if pipelines > 1:
-        chunk = global_batch_size // pipelines
-        indexed = indexed.batch(chunk, drop_remainder=True).shard(pipelines, pipeline).unbatch()
+    if isinstance(manifest, str):
+        manifest = load_manifest(manifest)
+    indexed = Lanes.of(manifest, global_batch_size, seed).dataset(pipelines, pipeline, start_batch)
     return _batches(indexed, batch_size, max_seq_length, max_predictions_per_seq, online_masking, seed,
                     drop_remainder=True)  # fmt: skip
 

@@ -1,12 +1,14 @@
 """The input of a pretraining run: training and evaluation datasets, and where a resumed run starts reading.
 
 Records built by this version's `create_pretraining_data` come with a manifest: training then reads them in
-the manifest's order (the build's global shuffle, albert_tf.pretraining.dataset.manifest_dataset), the
-same global batches for any replica count, and a resumed run opens the right shard at the right record at
-once. Records of other builders (the original ALBERT's, older ones of ours) have none: they are read through
-a shuffle buffer, and a resumed run reads again, unparsed, the records its checkpointed steps consumed (the
-run says how many first).
+lanes of shards (albert_tf.pretraining.lanes): each input pipeline reads only its own shards, each epoch in
+its own order, the same global batches for any replica count, and a resumed run opens in each lane the
+shard it stands in. Records of other builders (the original ALBERT's, older ones of ours) have none: they
+are read through a shuffle buffer, and a resumed run reads again, unparsed, the records its checkpointed
+steps consumed (the run says how many first).
 """
+
+import re
 
 import tensorflow as tf
 
@@ -14,6 +16,7 @@ from albert_tf import file_io
 from albert_tf.pretraining import dataset
 from albert_tf.pretraining.data.manifest import MANIFEST_SUFFIX, default_manifest_path
 from albert_tf.pretraining.dataset import OnlineMasking, check_records
+from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load_sentencepiece
 
 
@@ -35,6 +38,19 @@ def find_manifest(patterns, flag):
     return manifest if sorted(manifest.shard_paths()) == sorted(paths) else None
 
 
+def _check_sizes(flag, manifest):
+    """Each shard has the size its manifest gives (manifests written before sizes were recorded give none);
+    ValueError naming the shard otherwise: a shard cut short or replaced would fail, or train on other
+    records, only when the run reaches it."""
+    for shard, path in zip(manifest.shards, manifest.shard_paths(), strict=True):
+        if "bytes" in shard and file_io.exists(path) and file_io.size(path) != shard["bytes"]:
+            raise ValueError(
+                f"{flag}: {path} holds {file_io.size(path):,} bytes, but {manifest.path} lists it with "
+                f"{shard['bytes']:,}: the shard was cut short or replaced (or is still being copied). "
+                "Rebuild it (create_pretraining_data writes the same bytes again) or copy it whole"
+            )
+
+
 class PretrainingInput:
     """Datasets of a run's training and evaluation records (see the module docstring)."""
 
@@ -45,6 +61,7 @@ class PretrainingInput:
         self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
         self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
         self.eval_files = None
+        self.train_context = None  # this process's tf.distribute.InputContext, once training reads
         if s.do_train:
             self._check(self._files(s.input_file, self.train_manifest), "--input_file", self.train_manifest)
         if s.do_eval and s.eval_input_file:
@@ -65,6 +82,7 @@ class PretrainingInput:
                 f"{s.max_seq_length}"
             )
         if manifest is not None:
+            _check_sizes(flag, manifest)
             self._check_tokenizer(flag, manifest)
         check_records(
             files, s.max_seq_length, s.max_predictions_per_seq, flag, need_masks=not s.online_masking
@@ -85,16 +103,24 @@ class PretrainingInput:
                 f"--spm_model_file={s.spm_model_file} ({given:,} pieces): its ids mean other pieces"
             )
 
+    @property
+    def do_lower_case(self):
+        """Whether the training text was lowercased: its manifest says (records without one: the released
+        models' uncased convention)."""
+        manifest = self.train_manifest
+        return manifest.settings.get("do_lower_case", True) if manifest is not None else True
+
     def train_dataset(self, input_context, start_batch):
         """Per-replica training batches from global batch number start_batch on."""
         s = self.settings
+        self.train_context = input_context
         per_replica = input_context.get_per_replica_batch_size(s.train_batch_size)
         shapes = {"max_seq_length": s.max_seq_length, "max_predictions_per_seq": s.max_predictions_per_seq}
         if self.train_manifest is not None:
             return dataset.manifest_dataset(
                 self.train_manifest, global_batch_size=s.train_batch_size, batch_size=per_replica,
                 input_context=input_context, online_masking=self.masking, seed=s.seed,
-                start_record=start_batch * s.train_batch_size, **shapes,
+                start_batch=start_batch, **shapes,
             )  # fmt: skip
         # Each step takes one global batch, shared evenly by the input pipelines (one per worker).
         skipped = start_batch * s.train_batch_size // input_context.num_input_pipelines
@@ -110,7 +136,13 @@ class PretrainingInput:
             return None
         records = start_batch * self.settings.train_batch_size
         if self.train_manifest is not None:
-            return f"input resumes at record {records:,} of {self.train_manifest.path}"
+            lanes = Lanes.of(self.train_manifest, self.settings.train_batch_size, self.settings.seed)
+            passed = lanes.resume_reads(range(lanes.count), start_batch)
+            return (
+                f"input resumes at global batch {start_batch:,} of {self.train_manifest.path}: each of its "
+                f"{lanes.count} lane(s) opens the shard it stands in; {passed:,} records are passed over, "
+                "unparsed (at most one shard per lane)"
+            )
         first = dataset.expand_file_patterns(self.settings.input_file)[0]
         compression = dataset.record_compression(first)
         record = next(iter(tf.data.TFRecordDataset(first, compression_type=compression)))
@@ -120,6 +152,29 @@ class PretrainingInput:
             f"reading {records:,} records again (about {size:.1f} GB); records built by this version's "
             "create_pretraining_data resume at once"
         )
+
+    def damaged_shard(self, batch):
+        """Where the training records fail to read at global batch `batch`: a line naming the shard (one
+        whose size is not its manifest's, else the first of those this process reads at that step that
+        fails to read through) and the offset, or None (records without a manifest, or none found)."""
+        manifest, s = self.train_manifest, self.settings
+        if manifest is None:
+            return None
+        paths = manifest.shard_paths()
+        for shard, path in zip(manifest.shards, paths, strict=True):
+            if "bytes" in shard and file_io.size(path) != shard["bytes"]:
+                return f"{path} holds {file_io.size(path):,} bytes, its manifest lists {shard['bytes']:,}"
+        lanes = Lanes.of(manifest, s.train_batch_size, s.seed)
+        context = self.train_context or tf.distribute.InputContext()
+        mine = lanes.of_pipeline(context.num_input_pipelines, context.input_pipeline_id)
+        compression = "GZIP" if manifest.settings["gzip"] else ""
+        for shard in lanes.shards_read_at(mine, batch):
+            try:
+                tf.data.TFRecordDataset(paths[shard], compression).reduce(0, lambda count, _: count + 1)
+            except tf.errors.DataLossError as error:
+                found = re.search(r"(truncated|corrupted) record at \d+", error.message)
+                return f"{paths[shard]}: {found[0] if found else error.message.strip()}"
+        return None
 
     def eval_dataset(self, input_context):
         s = self.settings

@@ -166,7 +166,10 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
         if cost:
             log.line(cost)
         iterator = iter(strategy.distribute_datasets_from_function(lambda c: inputs.train_dataset(c, start)))
-    controller = Controller(s, trainer, iterator, manager, log, evaluator, chief, step_known=step_known)
+    controller = Controller(
+        s, trainer, iterator, manager, log, evaluator, chief, step_known=step_known,
+        damaged_shard=inputs.damaged_shard,
+    )  # fmt: skip
     return PretrainingRun(s, strategy, trainer, inputs, controller, log, chief, spm_model)
 
 
@@ -185,7 +188,10 @@ def _write_outputs(run_, results):
     """The model directory (after training) and eval_results.json; says what went where."""
     s, log = run_.settings, run_.log
     if s.do_train:
-        model_dir.save_model_dir(run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.trainer.step)
+        model_dir.save_model_dir(
+            run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.trainer.step,
+            do_lower_case=run_.inputs.do_lower_case,
+        )  # fmt: skip
         log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
     if results is not None:
         path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)

@@ -75,8 +75,9 @@ class PretrainingSettings:
 
 HELP = {
     "albert_config_file": "The model's albert_config.json (configs/albert_*.json).",
-    "input_file": "Training records: a build's manifest (*.manifest.json: resumes in constant time) or "
-    "comma-separated TFRecord globs.",
+    "input_file": "Training records: a build's manifest (*.manifest.json: each worker reads only its shards, "
+    "each epoch in its own order; a resumed run passes over at most one shard per lane, by record headers "
+    "when uncompressed) or comma-separated TFRecord globs (resuming reads the consumed records again).",
     "output_dir": "Model directory, checkpoints, summaries and results go here (local or gs://...).",
     "eval_input_file": "Held-out records (a manifest or globs) for evaluation.",
     "spm_model_file": "SentencePiece model, copied into the model directory.",

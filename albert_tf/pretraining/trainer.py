@@ -69,7 +69,10 @@ class PretrainingTrainer:
         @tf.function(jit_compile=s.jit_compile)
         def gradients(batch, mlm_weight_total, scale):
             """Gradients of this micro-batch's share of the global loss (times scale), and its sums."""
-            with tf.GradientTape() as tape:
+            # Inside a tf.function only ops on the same resource are ordered: dropout's seed-generator
+            # updates read no input, and would run for a step whose batch failed to read (a damaged shard),
+            # leaving a saved state that no uninterrupted run has. They wait for the batch.
+            with tf.control_dependencies(tf.nest.flatten(batch)), tf.GradientTape() as tape:
                 outputs = model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=True)
                 sums = losses.pretraining_sums(batch, outputs)
                 loss = losses.pretraining_loss(sums, mlm_weight_total, global_batch) * scale
@@ -116,7 +119,8 @@ class PretrainingTrainer:
                 totals += tf.where(applied, sums, tf.zeros_like(sums))
                 counts += tf.where(applied, batch_counts, tf.zeros_like(batch_counts))
                 skipped += 1.0 - tf.cast(applied, tf.float32)
-                self.batches.assign_add(1)
+                with tf.control_dependencies([sums]):  # counted once its batch arrived (see above)
+                    self.batches.assign_add(1)
             return totals, counts, skipped
 
         return loop

@@ -119,7 +119,9 @@ class _Functions:
         self.pair = pair
         self.span_settings = span_settings
         if task == "span":
-            self.surface_lengths = AlbertTokenizer(tokenizer.model_file).surface_lengths
+            self.surface_lengths = AlbertTokenizer(
+                tokenizer.model_file, tokenizer.do_lower_case
+            ).surface_lengths
         self.regression = task == "classifier" and model.num_classes == 1
         self.class_names = class_names(model) if task == "classifier" and not self.regression else None
 
@@ -344,6 +346,8 @@ def export_saved_model(
       model: the Keras model for `task`: AlbertEncoder, AlbertPretrainer, AlbertClassifier (its `labels`
         become Classify's classes and serving_default's label), AlbertSpanLabeler or AlbertMultipleChoice.
       spm_model_file: its SentencePiece model (embedded in the graph as a constant).
+      do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
+        from the model directory: model_dir.do_lower_case).
       task: one of TASKS.
       max_seq_length: texts are tokenized, packed and truncated to this many tokens (span: windows of this
         many; default: span_settings.max_seq_length for span, else 128).

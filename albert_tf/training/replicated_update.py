@@ -34,8 +34,15 @@ def apply_or_skip(strategy, optimizer, variables, grads, finite, loss_scale=None
     present = [index for index, grad in enumerate(grads) if grad is not None]
     used_variables = [variables[index] for index in present]
 
+    def update(*used_grads):
+        # Keras counts the update (optimizer.iterations) with an op that reads no gradient, and inside a
+        # tf.function only ops on the same resource are ordered: tied to the gradients, a step whose batch
+        # failed to read counts nothing.
+        with tf.control_dependencies(used_grads):
+            optimizer.apply_summed(list(used_grads), used_variables)
+
     def apply(used_grads=tuple(grads[index] for index in present)):
-        strategy.run(lambda *g: optimizer.apply_summed(list(g), used_variables), args=used_grads)
+        strategy.run(update, args=used_grads)
         return tf.constant(True)
 
     # The same on every replica (their summed gradients are the same): the mean is that value.

@@ -19,7 +19,9 @@ def test_round_trip_gives_the_same_outputs(tmp_path):
         "albert_config.json",
         "pretrainer.weights.h5",
         "spm.model",
+        "tokenizer.json",
     ]
+    assert model_dir.do_lower_case(tmp_path) is True
     loaded = model_dir.load_pretrainer(str(tmp_path))
     got = loaded(features)
     for name in ("mlm_logits", "sop_logits"):

@@ -1,5 +1,3 @@
-import os
-
 import keras
 import numpy as np
 import pytest
@@ -13,8 +11,6 @@ from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.units import BuildSettings
 from albert_tf.pretraining.dataset import (
     OnlineMasking,
-    load_manifest,
-    manifest_records,
     parse_spec,
     pretraining_dataset,
 )
@@ -198,24 +194,3 @@ def test_missing_pattern_is_named(records):
             max_seq_length=SEQ,
             max_predictions_per_seq=PREDICTIONS,
         )
-
-
-def test_manifest_records_start_where_reading_everything_and_skipping_would(tmp_path):
-    outputs = _build_records(tmp_path, lines=200, shards=5, gzip=True)
-    manifest = load_manifest(str(tmp_path / "part-0.tfrecord.manifest.json"))
-    everything = [r.numpy() for path in outputs for r in tf.data.TFRecordDataset(path, "GZIP")]
-    counts = [shard["records"] for shard in manifest.shards]
-    assert sum(counts) == len(everything) > 40 and min(counts) > 0
-    boundary = counts[0] + counts[1]  # the first record of the third shard
-    for skip in (0, 1, counts[0] - 1, counts[0], boundary, boundary + 3, len(everything) - 1):
-        got = [r.numpy() for r in manifest_records(manifest, skip_records=skip)]
-        assert got == everything[skip:], skip
-    # Past the end: the next pass, when repeating.
-    again = manifest_records(
-        str(tmp_path / "part-0.tfrecord.manifest.json"), len(everything) + 7, repeat=True
-    )
-    assert [r.numpy() for r in again.take(len(everything))] == everything[7:] + everything[:7]
-    # The shards before the start are not opened: the start lies in the third shard.
-    for path in outputs[:2]:
-        os.remove(path)
-    assert [r.numpy() for r in manifest_records(manifest, boundary + 3)] == everything[boundary + 3 :]

@@ -953,3 +953,32 @@ def test_server_configs_parse_as_the_servers_protos():
         batching = text_format.Parse(file.read(), batching_parameters_class()())
     assert batching.pad_variable_length_inputs and batching.max_batch_size.value == 32
     assert list(batching.allowed_batch_sizes)[-1] == batching.max_batch_size.value  # the server requires it
+
+
+@pytest.mark.slow
+def test_a_cased_model_directory_exports_and_serves_cased_ids(exports, tmp_path):
+    """The casing a model was pretrained with travels with its directory (tokenizer.json) through
+    fine-tuning's copy into the export: the C++ loader serves the Python tokenizer's cased ids for a cased
+    model, lowercased ones for an uncased one."""
+    base, models, _, _ = exports
+    cased, fine_tuned = tmp_path / "cased", tmp_path / "fine_tuned"
+    model_dir.save_model_dir(models["pretraining"], cased, spm_model=SPM, do_lower_case=False)
+    model_dir.copy_config_and_spm(cased, fine_tuned)
+    assert not model_dir.do_lower_case(fine_tuned) and model_dir.do_lower_case(base / "model")
+    texts = ["Hello World, ALBERT", "hello world, albert"]
+    for directory, lower in ((cased, False), (base / "model", True)):
+        export_dir = tmp_path / f"served_{directory.name}" / "1"
+        result = subprocess.run(
+            [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={directory}",
+             "--task=encoder", f"--export_dir={export_dir}", f"--max_seq_length={SEQ}"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        with Servable(export_dir) as servable:
+            got = servable.run("preprocess", {"text": texts})
+        python = AlbertTokenizer(SPM, do_lower_case=lower)
+        for row, text in zip(got["input_word_ids"], texts, strict=True):
+            expected = python.pack(text, None, SEQ).input_word_ids
+            assert row.tolist() == expected[: len(row)], (directory.name, text)
+        same = got["input_word_ids"][0].tolist() == got["input_word_ids"][1].tolist()
+        assert same == lower

@@ -31,15 +31,25 @@ from albert_tf.pretraining.data.units import BuildSummary
 
 
 def _spill_task(settings, task, num_shards, scratch):
-    """Pass 1 for one task: appends its keyed instances to the spill files of this process. Returns stats."""
+    """Pass 1 for one task: appends its keyed instances to the spill files of this process, block by block
+    (a .gz file is one task of many blocks: it streams like the blocks of a plain file). Returns stats."""
     stats = collections.Counter()
-    by_shard = collections.defaultdict(list)
+    by_shard, block = collections.defaultdict(list), None
     for shard, key, record in units.task_instances(settings, task, num_shards, stats, LocalFiles):
+        if units.block_of(key) != block:
+            _spill(by_shard, scratch)
+            block = units.block_of(key)
         by_shard[shard].append((key, record))
+    _spill(by_shard, scratch)
+    return stats
+
+
+def _spill(by_shard, scratch):
+    """Appends entries (shard → [(key, record)]) to this process's spill files and empties by_shard."""
     for shard, entries in by_shard.items():
         with open(os.path.join(scratch, f"{shard:05d}.{os.getpid()}"), "ab") as handle:
             handle.write(shard_sorting.pack_entries(entries))
-    return stats
+    by_shard.clear()
 
 
 def _write_shard(scratch, shard, path, gzip_compressed, memory_bytes):

@@ -5,19 +5,18 @@
 
 JSON with `scheme_version` (SCHEME_VERSION: how records were made and ordered; readers refuse another),
 `settings` (every flag that decides the bytes), `inputs` (path, bytes), `shards` (file name relative to the
-manifest, records) and `statistics` (the builder's counters). It holds no timing, so local and Beam builds
-of the same inputs write the same manifest, byte for byte.
+manifest, records, bytes) and `statistics` (the builder's counters). It holds no timing, so local and Beam
+builds of the same inputs write the same manifest, byte for byte.
 
-Reading the shards in the manifest's order, each from its first record, is the build's global shuffle.
-`Manifest.locate(n)` says where the record after the first n of that order lies, from the counts alone, so a
-resumed run starts there without reading what came before.
+Reading the shards in the manifest's order, each from its first record, is the build's global shuffle; a run
+reads them in lanes (albert_tf.pretraining.lanes), and finds where it resumes from the counts alone. A
+shard's `bytes` let a run refuse a shard cut short or replaced before its first step.
 """
 
 import dataclasses
 import json
 import os
 import re
-import typing
 
 from albert_tf.file_systems import LocalFiles
 
@@ -56,14 +55,6 @@ def default_manifest_path(output_files):
     return _SHARD_SUFFIX.sub("", output_files[0]) + MANIFEST_SUFFIX
 
 
-class RecordPosition(typing.NamedTuple):
-    """Where a record lies: the pass over the data, the shard index (manifest order), the record in it."""
-
-    epoch: int
-    shard: int
-    record: int
-
-
 @dataclasses.dataclass(frozen=True)
 class Manifest:
     """A build's manifest (see module docstring). `path` is where it was read from or written to."""
@@ -84,23 +75,6 @@ class Manifest:
         and URIs as they are (see relative_name)."""
         directory = os.path.dirname(self.path)
         return [_resolve(shard["file"], directory) for shard in self.shards]
-
-    def locate(self, record_offset):
-        """RecordPosition of the record after the first `record_offset` ones of the manifest's order (all
-        shards in order, again from the first after the last: epoch counts those passes).
-
-        >>> manifest.locate(0)  # RecordPosition(epoch=0, shard=0, record=0)
-        """
-        if record_offset < 0:
-            raise ValueError(f"record_offset must be at least 0, got {record_offset}")
-        if self.records == 0:
-            raise ValueError(f"{self.path}: the manifest lists no records")
-        epoch, offset = divmod(record_offset, self.records)
-        for shard, entry in enumerate(self.shards):
-            if offset < entry["records"]:
-                return RecordPosition(epoch, shard, offset)
-            offset -= entry["records"]
-        raise AssertionError("unreachable: offset < records")
 
     def to_json(self):
         content = dataclasses.asdict(self)

@@ -149,6 +149,11 @@ def instance_key(random_seed, file_index, block, index):
     return digest + _UNIT.pack(file_index, block, index)
 
 
+def block_of(key):
+    """The block number of an instance_key."""
+    return _UNIT.unpack(key[8:])[1]
+
+
 def shard_of(key, num_shards):
     """The shard whose key range holds key: its first 64 bits · num_shards / 2^64."""
     return (int.from_bytes(key[:8], "big") * num_shards) >> 64
@@ -227,7 +232,11 @@ def publish(
         settings=settings.to_dict(),
         inputs=[{"path": path, "bytes": files.size(path)} for path in input_files],
         shards=[
-            {"file": relative_name(path, manifest_path), "records": shard_records.get(shard, 0)}
+            {
+                "file": relative_name(path, manifest_path),
+                "records": shard_records.get(shard, 0),
+                "bytes": files.size(path),
+            }
             for shard, path in enumerate(output_files)
         ],
         statistics=statistics,

@@ -1,6 +1,10 @@
 import gzip
 import os
 import pathlib
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -8,7 +12,7 @@ from albert_tf.pretraining.data import beam, local
 from albert_tf.pretraining.data.instances import InstanceOptions
 from albert_tf.pretraining.data.manifest import output_paths
 from albert_tf.pretraining.data.units import BuildSettings
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, free_ports
 
 SETTINGS = BuildSettings(
     spm_model_file=str(SAMPLE_SPM),
@@ -76,3 +80,45 @@ def test_bad_input_under_beam_names_file_and_line_and_leaves_nothing(tmp_path, w
     with pytest.raises(ValueError, match=r"bad\.txt:4: invalid UTF-8"):
         beam.build([str(bad)], [str(tmp_path / "out" / "new" / "r")], SETTINGS, num_workers=workers)
     assert os.listdir(tmp_path / "out") == []  # no temporary file, and new/, made for the output, is gone
+
+
+@pytest.mark.slow
+def test_portable_runner_with_workers_in_another_process_writes_the_local_builders_bytes(tmp_path):
+    """Beam's portable job API as Flink, Spark and Dataflow (runner v2) use it: the local job service
+    (job_endpoint=embed) hands the work to a worker pool (environment EXTERNAL), which starts each SDK
+    worker as a process of its own; pool, workers and driver import the installed package (their folder is
+    not the repository's)."""
+    inputs = _inputs(tmp_path)
+    (tmp_path / "local").mkdir()
+    local.build(inputs, output_paths(f"{tmp_path}/local/train.tfrecord@3"), SETTINGS)
+    (port,) = free_ports(1)
+    log = tmp_path / "pool.log"
+    with log.open("w") as handle:
+        pool = subprocess.Popen(
+            [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
+            cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        options = (
+            "runner=PortableRunner,job_endpoint=embed,environment_type=EXTERNAL,"
+            f"environment_config=localhost:{port}"
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "albert_tf.create_pretraining_data", "--runner=beam",
+             f"--input_file={','.join(inputs)}", f"--spm_model_file={SAMPLE_SPM}",
+             f"--output_file={tmp_path}/portable/train.tfrecord@3", "--max_seq_length=64",
+             "--max_predictions_per_seq=10", "--dupe_factor=2", f"--beam_pipeline_options={options}"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+    finally:
+        pool.kill()
+        pool.wait()
+    assert "Starting worker with command" in log.read_text()  # the pool's SDK worker processes
+    assert _files(tmp_path / "portable") == _files(tmp_path / "local")  # shards and manifest

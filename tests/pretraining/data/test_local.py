@@ -1,3 +1,4 @@
+import gzip
 import json
 import os
 import pathlib
@@ -59,6 +60,16 @@ def test_same_bytes_for_one_and_two_workers_and_any_sort_memory_and_paper_statis
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
 
 
+def test_a_gz_corpus_builds_the_bytes_of_its_plain_text(tmp_path):
+    plain = tmp_path / "corpus.txt"
+    plain.write_bytes(SAMPLE_CORPUS.read_bytes())  # 1.5 MB: 6 blocks
+    with gzip.open(tmp_path / "corpus.txt.gz", "wb") as handle:
+        handle.write(plain.read_bytes())
+    from_plain, _ = _build(tmp_path, "plain", 1, inputs=[str(plain)])
+    from_gz, summary = _build(tmp_path, "gz", 1, inputs=[str(tmp_path / "corpus.txt.gz")])
+    assert _bytes(from_gz) == _bytes(from_plain) and summary.stats["instances"] > 3000
+
+
 def test_manifest_holds_settings_inputs_shard_counts_and_statistics(tmp_path):
     text = _small_corpus(tmp_path)
     outputs, summary = _build(tmp_path, "m", 1, inputs=[str(text)], shards=4)
@@ -70,7 +81,8 @@ def test_manifest_holds_settings_inputs_shard_counts_and_statistics(tmp_path):
     assert content["inputs"] == [{"path": str(text), "bytes": text.stat().st_size}]
     counted = [sum(1 for _ in tf.data.TFRecordDataset(output)) for output in outputs]
     assert content["shards"] == [
-        {"file": f"m.tfrecord-0000{i}-of-00004", "records": counted[i]} for i in range(4)
+        {"file": f"m.tfrecord-0000{i}-of-00004", "records": counted[i], "bytes": os.path.getsize(outputs[i])}
+        for i in range(4)
     ]
     assert (
         min(counted) > 0 and sum(counted) == content["statistics"]["instances"] == summary.stats["instances"]
@@ -213,13 +225,17 @@ def _peak_rss_mb(corpus_path, tmp_path):
 
 
 @pytest.mark.slow
-def test_peak_memory_barely_grows_with_a_ten_times_larger_corpus(tmp_path):
-    big = tmp_path / "big.txt"
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
+def test_peak_memory_barely_grows_with_a_ten_times_larger_corpus(tmp_path, compressed):
+    """A .gz file is one task (gzip cannot seek) but streams block by block like a plain file."""
     text = SAMPLE_CORPUS.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
-    with big.open("w", encoding="utf-8") as file:
-        for _ in range(10):
-            file.write(text)
-    small_main, small_worker = _peak_rss_mb(SAMPLE_CORPUS, tmp_path)
+    opener = gzip.open if compressed else open
+    small, big = (tmp_path / f"{name}.txt{'.gz' if compressed else ''}" for name in ("small", "big"))
+    for path, copies in ((small, 1), (big, 10)):
+        with opener(path, "wt", encoding="utf-8") as file:
+            for _ in range(copies):
+                file.write(text)
+    small_main, small_worker = _peak_rss_mb(small, tmp_path)
     big_main, big_worker = _peak_rss_mb(big, tmp_path)
     assert big_main < small_main * 1.25, (small_main, big_main)
     assert big_worker < small_worker * 1.25, (small_worker, big_worker)

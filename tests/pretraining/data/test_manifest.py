@@ -3,7 +3,6 @@ import pytest
 from albert_tf.pretraining.data.manifest import (
     SCHEME_VERSION,
     Manifest,
-    RecordPosition,
     default_manifest_path,
     output_paths,
     relative_name,
@@ -31,15 +30,6 @@ MANIFEST = Manifest(
     statistics={},
     path="dir/m.manifest.json",
 )
-
-
-def test_locate_by_counts():
-    # By hand: records a0 a1 a2 c0 c1, then again.
-    expected = [(0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 2, 0), (0, 2, 1), (1, 0, 0), (1, 0, 1)]
-    assert [tuple(MANIFEST.locate(n)) for n in range(7)] == expected
-    assert MANIFEST.locate(5 * 40 + 4) == RecordPosition(epoch=40, shard=2, record=1)
-    with pytest.raises(ValueError, match="record_offset must be at least 0, got -1"):
-        MANIFEST.locate(-1)
 
 
 def test_json_round_trip_and_errors(tmp_path):
