@@ -38,17 +38,28 @@ def find_manifest(patterns, flag):
     return manifest if sorted(manifest.shard_paths()) == sorted(paths) else None
 
 
-def _check_sizes(flag, manifest):
-    """Each shard has the size its manifest gives (manifests written before sizes were recorded give none);
-    ValueError naming the shard otherwise: a shard cut short or replaced would fail, or train on other
-    records, only when the run reaches it."""
+def _resized_shard(manifest):
+    """(path, size, listed size) of the first shard whose size is not its manifest's, or None (manifests
+    written before sizes were recorded list none; a missing shard is check_records' to name)."""
     for shard, path in zip(manifest.shards, manifest.shard_paths(), strict=True):
-        if "bytes" in shard and file_io.exists(path) and file_io.size(path) != shard["bytes"]:
-            raise ValueError(
-                f"{flag}: {path} holds {file_io.size(path):,} bytes, but {manifest.path} lists it with "
-                f"{shard['bytes']:,}: the shard was cut short or replaced (or is still being copied). "
-                "Rebuild it (create_pretraining_data writes the same bytes again) or copy it whole"
-            )
+        if "bytes" in shard and file_io.exists(path):
+            size = file_io.size(path)
+            if size != shard["bytes"]:
+                return path, size, shard["bytes"]
+    return None
+
+
+def _check_sizes(flag, manifest):
+    """ValueError naming a shard whose size is not its manifest's: cut short or replaced, it would fail, or
+    train on other records, only when the run reaches it."""
+    resized = _resized_shard(manifest)
+    if resized:
+        path, size, listed = resized
+        raise ValueError(
+            f"{flag}: {path} holds {size:,} bytes, but {manifest.path} lists it with {listed:,}: the shard "
+            "was cut short or replaced (or is still being copied). Rebuild it (create_pretraining_data "
+            "writes the same bytes again) or copy it whole"
+        )
 
 
 class PretrainingInput:
@@ -160,10 +171,10 @@ class PretrainingInput:
         manifest, s = self.train_manifest, self.settings
         if manifest is None:
             return None
+        resized = _resized_shard(manifest)
+        if resized:
+            return "{} holds {:,} bytes, its manifest lists {:,}".format(*resized)
         paths = manifest.shard_paths()
-        for shard, path in zip(manifest.shards, paths, strict=True):
-            if "bytes" in shard and file_io.size(path) != shard["bytes"]:
-                return f"{path} holds {file_io.size(path):,} bytes, its manifest lists {shard['bytes']:,}"
         lanes = Lanes.of(manifest, s.train_batch_size, s.seed)
         context = self.train_context or tf.distribute.InputContext()
         mine = lanes.of_pipeline(context.num_input_pipelines, context.input_pipeline_id)

@@ -103,11 +103,12 @@ class Lanes:
     def start(self, lane, start_batch):
         """LaneStart of lane after start_batch global batches."""
         epoch, offset = divmod(start_batch * self.per_step, self.length(lane))
-        order = tuple(int(i) for i in shard_order(self.seed, lane, epoch, len(self.shards(lane))))
+        shards = self.shards(lane)
+        order = tuple(int(i) for i in shard_order(self.seed, lane, epoch, len(shards)))
         block, in_block = divmod(offset, BLOCK)
         before = block * BLOCK  # records of this epoch before the block
         for position, index in enumerate(order):
-            records = self.manifest.shards[self.shards(lane)[index]]["records"]
+            records = self.manifest.shards[shards[index]]["records"]
             if before < records:
                 return LaneStart(epoch, order, position, before, block, in_block)
             before -= records
@@ -149,7 +150,8 @@ class Lanes:
 
     def _lane(self, lane, start_batch):
         """(global index, record) pairs of lane's stream from start_batch on."""
-        paths = [self.manifest.shard_paths()[shard] for shard in self.shards(lane)]
+        all_paths = self.manifest.shard_paths()
+        paths = [all_paths[shard] for shard in self.shards(lane)]
         compression = "GZIP" if self.manifest.settings["gzip"] else ""
         at = self.start(lane, start_batch)
         ordered = [paths[index] for index in at.order]
