@@ -49,3 +49,14 @@ def test_the_step_is_kept_replaced_and_a_bad_step_file_is_named(tmp_path):
     (tmp_path / model_dir.STEP_FILE).write_text('{"global_step": "300"}')
     with pytest.raises(ValueError, match=r"global_step\.json: expected \{\"global_step\": N\}"):
         model_dir.global_step(tmp_path)
+
+
+def test_the_casing_is_kept_and_a_bad_tokenizer_file_is_named(tmp_path):
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
+    model_dir.save_model_dir(pretrainer, tmp_path, do_lower_case=False)
+    assert model_dir.do_lower_case(tmp_path) is False
+    (tmp_path / model_dir.TOKENIZER_FILE).unlink()
+    assert model_dir.do_lower_case(tmp_path) is True  # directories written before the file: uncased
+    (tmp_path / model_dir.TOKENIZER_FILE).write_text('{"do_lower_case": "no"}')
+    with pytest.raises(ValueError, match=r'tokenizer\.json: expected \{"do_lower_case": true\} or'):
+        model_dir.do_lower_case(tmp_path)
