@@ -11,7 +11,8 @@ command's wall time minus steps × batch / steady rate, i.e. start-up (imports, 
 checkpoints, evaluation and the model directory. Settings:
   landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32, no XLA, 25 steps per loop);
   xla:    the same with --jit_compile;
-  now:    configs/pretrain/tiny.flags as it is now.
+  now:    configs/pretrain/tiny.flags as it is now;
+  bf16:   the same with --mixed_precision=bfloat16 (a gain only on CPUs with AVX512_BF16 or AMX).
 """
 
 import argparse
@@ -23,8 +24,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pretraining_study import machine  # noqa: E402
+from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The quick start's flags before this benchmark (what the landed configs/pretrain/tiny.flags said).
@@ -33,7 +33,9 @@ LANDED = [
     "--nojit_compile", "--noonline_masking", "--steps_per_loop=25", "--log_every_steps=25",
     "--eval_every_steps=0",
 ]  # fmt: skip
-SETTINGS = {"landed": LANDED, "xla": [*LANDED, "--jit_compile"], "now": []}
+SETTINGS = {
+    "landed": LANDED, "xla": [*LANDED, "--jit_compile"], "now": [], "bf16": ["--mixed_precision=bfloat16"],
+}  # fmt: skip
 SEQ = 128
 
 
@@ -85,7 +87,7 @@ def main():
     parser.add_argument("--settings", default=",".join(SETTINGS))
     args = parser.parse_args()
     names = args.settings.split(",")
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}")
     found = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as work:
