@@ -1,6 +1,6 @@
 """Does pretraining learn? SOP vs NSP on a real corpus, and fine-tuning from pretraining vs random init.
 
-    pip install -e ".[bench]" && python bench/pretraining_study.py          # 46 minutes on 2 cores
+    pip install -e ".[bench]" && python bench/pretraining_study.py   # 46 min (2-core EPYC), 73 (2-core Xeon)
     python bench/pretraining_study.py --quick --work_dir=runs/study_quick    # the same stages in minutes
 
 Stages, each skipped when its output exists (so a stopped study resumes; run_pretraining resumes itself):
