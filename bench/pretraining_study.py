@@ -244,6 +244,7 @@ def curves(work, records, recipe):
                 max_seq_length=recipe["max_seq_length"],
                 eval_batch_size=64,
                 max_eval_steps=recipe["max_eval_steps"],
+                jit_compile=True,
             )
             run_ = build(settings)  # the evaluator is traced once; each checkpoint is restored into it
             history = [{**_random_init_evaluation(run_, settings), "global_step": 0}]

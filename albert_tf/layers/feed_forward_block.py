@@ -43,8 +43,13 @@ class FeedForwardBlock(keras.layers.Layer):
 
     def build(self, x_shape):
         # A new initializer object per weight: an unseeded Keras initializer called twice repeats its values.
+        # The activation inside the Dense layer, on rows (see call): TensorFlow's CPU graph optimizer then
+        # fuses MatMul, BiasAdd and the tanh GELU into one oneDNN kernel when a SavedModel is served. Applied
+        # outside, the GELU's nodes are named before the layer's, and Grappler's arithmetic optimizer, which
+        # visits nodes in name order, reorders the GELU's products before the fusion can match them.
         self.intermediate_dense = keras.layers.Dense(
             self.intermediate_size,
+            activation=self.activation,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
             dtype=self.dtype_policy,
             name="intermediate_dense",
@@ -66,8 +71,12 @@ class FeedForwardBlock(keras.layers.Layer):
         self.layer_norm.build(x_shape)
 
     def call(self, x, training=None):
-        hidden = self.activation(self.intermediate_dense(x))  # (B, T, I)
-        return self.layer_norm(x + self.output_dropout(self.output_dense(hidden), training=training))
+        # On (B*T, H) rows: Keras' Dense multiplies a rank-3 input through tensordot, whose Reshape between
+        # MatMul and BiasAdd keeps the fusion above from matching.
+        rows = keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))
+        hidden = self.intermediate_dense(rows)  # (B*T, I), activated
+        output = keras.ops.reshape(self.output_dense(hidden), keras.ops.shape(x))
+        return self.layer_norm(x + self.output_dropout(output, training=training))
 
     def compute_output_shape(self, x_shape):
         return x_shape

@@ -15,12 +15,14 @@ class PretrainingEvaluator:
       model: the AlbertPretrainer.
       dataset_fn: input_context → tf.data.Dataset of per-replica batches (PretrainingInput.eval_dataset).
       max_steps: the most batches evaluated.
+      jit_compile: compile each replica's step with XLA (as the run's training step, --jit_compile).
     """
 
-    def __init__(self, strategy, model, dataset_fn, max_steps):
+    def __init__(self, strategy, model, dataset_fn, max_steps, jit_compile=False):
         self.strategy, self.dataset_fn, self.max_steps = strategy, dataset_fn, max_steps
         vocab_size = model.encoder.config.vocab_size
 
+        @tf.function(jit_compile=jit_compile)
         def replica_step(batch):
             outputs = model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
             return losses.pretraining_sums(batch, outputs), losses.target_counts(batch, vocab_size)

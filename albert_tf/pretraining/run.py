@@ -158,7 +158,9 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
 
     evaluator = None
     if inputs.eval_files:
-        evaluator = PretrainingEvaluator(strategy, trainer.model, inputs.eval_dataset, s.max_eval_steps)
+        evaluator = PretrainingEvaluator(
+            strategy, trainer.model, inputs.eval_dataset, s.max_eval_steps, jit_compile=s.jit_compile
+        )
     start = int(trainer.batches.numpy())
     iterator = None
     if s.do_train and trainer.step < s.num_train_steps:

@@ -100,7 +100,7 @@ HELP = {
     "max_eval_steps": "Most evaluation batches.",
     "strategy": "Distribution strategy.",
     "tpu": "TPU name or grpc:// address (--strategy=tpu); 'local' on a TPU VM.",
-    "jit_compile": "Compile the forward and backward pass with XLA.",
+    "jit_compile": "Compile the training step (forward and backward) and the evaluation step with XLA.",
     "mixed_precision": "Compute dtype (float16 with dynamic loss scaling).",
     "gradient_accumulation_steps": "Micro-batches per update (same update, less memory).",
     "steps_per_loop": "Steps per call into the compiled training loop.",

@@ -259,10 +259,14 @@ def test_online_masking_trains_on_records_without_stored_masks(tmp_path):
     assert after < before - 0.1, (before, after)
 
 
-def test_xla_gives_the_same_weights(data, tmp_path):
-    run(exact_settings(data, tmp_path / "eager"))
-    run(dataclasses.replace(exact_settings(data, tmp_path / "xla"), jit_compile=True))
+def test_xla_gives_the_same_weights_and_evaluation(data, tmp_path):
+    """--jit_compile compiles the training step and the evaluation step."""
+    graph = run(exact_settings(data, tmp_path / "eager", eval_input_file=data["eval"]))
+    compiled = run(
+        dataclasses.replace(exact_settings(data, tmp_path / "xla", data["eval"]), jit_compile=True)
+    )
     assert_same_weights(tmp_path / "eager", tmp_path / "xla", atol=1e-5)
+    assert compiled == pytest.approx(graph, rel=1e-5, abs=1e-6)
 
 
 def test_records_of_another_length_are_named_with_both_values(data, tmp_path):
