@@ -275,7 +275,9 @@ def curves(work, records, recipe):
 
 def _history_by_step(output):
     """{global step: evaluation} from a run's eval_history.jsonl; a resumed run's later entry wins."""
-    with open(os.path.join(output, "eval_history.jsonl"), encoding="utf-8") as file:
+    from albert_tf.pretraining.controller import EVAL_HISTORY_FILE
+
+    with open(os.path.join(output, EVAL_HISTORY_FILE), encoding="utf-8") as file:
         return {entry["global_step"]: entry for entry in map(json.loads, file)}
 
 
