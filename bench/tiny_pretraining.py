@@ -37,16 +37,13 @@ LANDED = [
     "--nojit_compile", "--noonline_masking", "--steps_per_loop=25", "--log_every_steps=25",
     "--eval_every_steps=0",
 ]  # fmt: skip
+FUSIBLE_ONLY = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --tf_xla_ops_to_cluster=FUSIBLE"}
+# name: (flags after the flagfile, environment variables beside the caller's)
 SETTINGS = {
-    "landed": LANDED, "xla": [*LANDED, "--jit_compile"], "now": [], "bf16": ["--mixed_precision=bfloat16"],
-    "bf16_fusible": ["--mixed_precision=bfloat16", "--nojit_compile"],
+    "landed": (LANDED, {}), "xla": ([*LANDED, "--jit_compile"], {}), "now": ([], {}),
+    "bf16": (["--mixed_precision=bfloat16"], {}),
+    "bf16_fusible": (["--mixed_precision=bfloat16", "--nojit_compile"], FUSIBLE_ONLY),
 }  # fmt: skip
-# Environment variables of a setting, beside the caller's.
-ENVIRONMENTS = {
-    "bf16_fusible": {
-        "TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --tf_xla_ops_to_cluster=FUSIBLE"
-    },
-}
 SEQ = 128
 
 
@@ -62,7 +59,7 @@ def flag(args, name, default):
     return default
 
 
-def measure(args, steps, work, environment=None):
+def measure(args, environment, steps, work):
     """(steady tokens/s, seconds outside steady state, wall seconds, final eval results line)."""
     output = tempfile.mkdtemp(dir=work)
     command = [
@@ -77,7 +74,7 @@ def measure(args, steps, work, environment=None):
     ]
     started = time.perf_counter()
     result = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(environment or {})}
+        command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **environment}
     )
     wall = time.perf_counter() - started
     if result.returncode:
@@ -106,7 +103,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for round_ in range(args.rounds):
             for name in names:
-                tokens, outside, wall, _ = measure(SETTINGS[name], args.steps, work, ENVIRONMENTS.get(name))
+                tokens, outside, wall, _ = measure(*SETTINGS[name], args.steps, work)
                 found[name].append((tokens, outside, wall))
                 line = f"{tokens:>9,.0f} tokens/s  {outside:5.1f} s outside  {wall:6.1f} s wall"
                 print(f"round {round_ + 1} {name:<12} {line}")
