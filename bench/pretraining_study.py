@@ -18,7 +18,10 @@ Stages, each skipped when its output exists (so a stopped study resumes; run_pre
                 (data/doc_topics) and on `doc_source` (which package's documentation a held-out sentence
                 comes from, built from the downstream pages), 3 seeds each; one evaluation after the last
                 step, on the dev split, nothing chosen by it.
-Outputs in --work_dir: results.json, curves.png, downstream.png, and the table printed at the end.
+  7. continued  with --continue_steps=N only, outside the hour: both models trained N more steps from their
+                last weights (the same recipe: a new warm-up and decay), evaluated on both kinds as in 5.
+Outputs in --work_dir: results.json, curves.png, downstream.png (continued.png with 7), and the table printed
+at the end.
 """
 
 import argparse
@@ -181,12 +184,15 @@ def write_config(work, recipe):
     return path
 
 
-def pretrain(work, objective, config, spm, records, recipe):
-    output = os.path.join(work, "pretrain", objective)
+def pretrain(work, objective, config, spm, records, recipe, folder="pretrain", init_checkpoint=None):
+    """work/FOLDER/OBJECTIVE: the tiny model pretrained with the recipe, from random weights or from
+    init_checkpoint (weights only: a new run, its own warm-up and decay, steps counted from 0)."""
+    output = os.path.join(work, folder, objective)
     if os.path.exists(os.path.join(output, "eval_results.json")):
         return output
     os.makedirs(output, exist_ok=True)
     r = recipe
+    start = [f"--init_checkpoint={init_checkpoint}"] if init_checkpoint else []
     seconds = run(
         [
             sys.executable,
@@ -212,21 +218,23 @@ def pretrain(work, objective, config, spm, records, recipe):
             "--log_every_steps=100",
             "--steps_per_loop=100",
             "--jit_compile",
+            *start,
         ],
-        log_file=os.path.join(work, f"pretrain_{objective}.log"),
+        log_file=os.path.join(work, f"{folder}_{objective}.log"),
     )
-    log(f"pretrained {objective} in {seconds / 60:.1f} min")
+    log(f"{folder}: {objective} in {seconds / 60:.1f} min")
     return output
 
 
-def curves(work, records, recipe):
+def curves(work, records, recipe, folder="pretrain", first_step=0):
     """{model objective: {eval objective: [evaluation results by step]}}: every checkpoint on both kinds.
 
     A model on its own kind of records is what its run already evaluated at each checkpoint's step
     (eval_history.jsonl: the same records, batches and weights); only the other kind, and step 0, are
-    evaluated here.
+    evaluated here. Runs continued from the first ones (first_step > 0, the steps before them) have no step
+    0 of their own: their start is the first runs' last checkpoint, and their steps count on from it.
     """
-    path = os.path.join(work, "curves.json")
+    path = os.path.join(work, "curves.json" if folder == "pretrain" else f"{folder}_curves.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as file:
             return json.load(file)
@@ -237,7 +245,7 @@ def curves(work, records, recipe):
 
     results = {}
     for model in OBJECTIVES:
-        output = os.path.join(work, "pretrain", model)
+        output = os.path.join(work, folder, model)
         prefixes = tf.train.get_checkpoint_state(
             os.path.join(output, "checkpoints")
         ).all_model_checkpoint_paths
@@ -249,7 +257,7 @@ def curves(work, records, recipe):
                 albert_config_file=os.path.join(output, "albert_config.json"),
                 input_file=records[kind]["eval"],
                 eval_input_file=records[kind]["eval"],
-                output_dir=os.path.join(work, "curves", model, kind),
+                output_dir=os.path.join(work, f"{folder}_evaluations", model, kind),
                 init_checkpoint=output,
                 do_train=False,
                 max_seq_length=recipe["max_seq_length"],
@@ -258,14 +266,16 @@ def curves(work, records, recipe):
                 jit_compile=True,
             )
             run_ = build(settings)  # the evaluator is traced once; each checkpoint is restored into it
-            history = [{**_random_init_evaluation(run_, settings), "global_step": 0}]
+            history = []
+            if not first_step:
+                history.append({**_random_init_evaluation(run_, settings), "global_step": 0})
             for prefix, step in zip(prefixes, steps, strict=True):
                 if kind == model and step in own:
-                    history.append(own[step])
+                    history.append({**own[step], "global_step": first_step + step})
                 else:
                     tf.train.Checkpoint(model=run_.model).restore(prefix).expect_partial()
-                    history.append({**run_.controller.evaluator.evaluate(), "global_step": step})
-                log(f"{model} model, step {step}, on {kind}: " + _summary(history[-1]))
+                    history.append({**run_.controller.evaluator.evaluate(), "global_step": first_step + step})
+                log(f"{model} model, step {first_step + step}, on {kind}: " + _summary(history[-1]))
             results[model][kind] = history
     with open(path + ".tmp", "w", encoding="utf-8") as file:
         json.dump(results, file, indent=1)
@@ -409,7 +419,9 @@ def downstream(work, config, spm, tasks, recipe):
 # Report --------------------------------------------------------------------------------------------------
 
 
-def plot(work, curve_results, scores):
+def plot_curves(path, curve_results, restart=None):
+    """Held-out masked-LM accuracy and sentence-pair accuracy (each model on both kinds) by step; a dotted
+    line at `restart`, the step where continued runs took over."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -423,7 +435,7 @@ def plot(work, curve_results, scores):
         for kind, marker in zip(OBJECTIVES, ("o", "s"), strict=True):
             entries = curve_results[model][kind]
             order.plot(
-                steps,
+                [e["global_step"] for e in entries],
                 [e["sentence_order_accuracy"] for e in entries],
                 style,
                 marker=marker,
@@ -435,12 +447,23 @@ def plot(work, curve_results, scores):
     context_free = curve_results["sop"]["sop"][-1]["masked_lm_context_free_accuracy"]
     mlm.axhline(context_free, color="grey", linestyle=":", linewidth=0.8, label="without context")
     order.axhline(0.5, color="grey", linewidth=0.8, label="chance")
+    if restart:
+        for axis in (mlm, order):
+            axis.axvline(restart, color="black", linestyle=":", linewidth=0.8, label="continued from here")
     mlm.set(title="Held-out masked-LM accuracy", xlabel="step")
     order.set(title="Held-out sentence-pair accuracy", xlabel="step")
     mlm.legend(fontsize=8)
     order.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(os.path.join(work, "curves.png"), dpi=110)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def plot_downstream(path, scores):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 3.6))
     for axis, (task, by_init) in zip(axes, scores.items(), strict=True):
@@ -453,12 +476,15 @@ def plot(work, curve_results, scores):
         )
         axis.set(title=f"{task}: dev accuracy, 3 seeds", ylim=(0, 1))
     figure.tight_layout()
-    figure.savefig(os.path.join(work, "downstream.png"), dpi=110)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
-def table(curve_results, scores):
+def table(curve_results, scores, when=""):
+    """Markdown: each model's last evaluation (say `when` it was), then downstream scores if given."""
     lines = [
-        "| model | held-out MLM acc | baseline | ratio | without context | tested on SOP | tested on NSP |",
+        f"| model{' ' + when if when else ''} | held-out MLM acc | baseline | ratio | without context "
+        "| tested on SOP | tested on NSP |",
         "|---|---|---|---|---|---|---|",
     ]
     for model in OBJECTIVES:
@@ -468,6 +494,8 @@ def table(curve_results, scores):
         free = own["masked_lm_context_free_accuracy"]
         cells = (f"{mlm:.3f}", f"{base:.3f}", f"{mlm / base:.2f}x", f"{free:.3f}", f"{sop:.3f}", f"{nsp:.3f}")
         lines.append(f"| {model.upper()}-trained | " + " | ".join(cells) + " |")
+    if scores is None:
+        return "\n".join(lines)
     lines += [
         "",
         "| task | " + " | ".join(f"{i} (mean ± sd, 3 seeds)" for i in INITS) + " |",
@@ -490,6 +518,14 @@ def main():
     )
     parser.add_argument("--work_dir", default=os.path.join(ROOT, "runs", "study"))
     parser.add_argument("--quick", action="store_true", help="A small corpus and few steps: minutes.")
+    parser.add_argument(
+        "--continue_steps",
+        type=int,
+        default=0,
+        help="After the study, train both models this many more steps (a new warm-up and decay from their "
+        "last weights) and evaluate them on both kinds again: how far sentence order gets with more steps. "
+        "Outside the study's hour: 4000 costs about as much as the first pretraining.",
+    )
     args = parser.parse_args()
     recipe = QUICK if args.quick else FULL
     try:  # the plots come last: say so now rather than after an hour
@@ -520,7 +556,8 @@ def main():
         "doc_source": doc_source_task(work, corpus),
     }
     scores = timed("downstream", downstream, work, config, spm, tasks, recipe)
-    plot(work, curve_results, scores)
+    plot_curves(os.path.join(work, "curves.png"), curve_results)
+    plot_downstream(os.path.join(work, "downstream.png"), scores)
     text = table(curve_results, scores)
     results = {
         "recipe": recipe,
@@ -528,9 +565,26 @@ def main():
         "date": time.strftime("%Y-%m-%d"),
         "curves": curve_results,
         "downstream": scores,
-        "seconds_this_invocation": time.perf_counter() - started,
         "stage_seconds_this_invocation": stage_seconds,
     }
+    if args.continue_steps:
+        continued = dict(recipe, num_train_steps=args.continue_steps)
+        for objective in OBJECTIVES:
+            start = os.path.join(work, "pretrain", objective)
+            timed(f"continued_{objective}", pretrain, work, objective, config, spm, records, continued,
+                  "continued", start)  # fmt: skip
+        first_step = recipe["num_train_steps"]
+        results["continued"] = timed("continued_curves", curves, work, records, continued, "continued",
+                                     first_step)  # fmt: skip
+        joined = {
+            model: {
+                kind: curve_results[model][kind] + results["continued"][model][kind] for kind in OBJECTIVES
+            }
+            for model in OBJECTIVES
+        }
+        plot_curves(os.path.join(work, "continued.png"), joined, restart=first_step)
+        text += "\n\n" + table(results["continued"], None, f"after {first_step + args.continue_steps} steps")
+    results["seconds_this_invocation"] = time.perf_counter() - started
     with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as file:
         json.dump(results, file, indent=1)
     print(text)
