@@ -419,14 +419,19 @@ def downstream(work, config, spm, tasks, recipe):
 # Report --------------------------------------------------------------------------------------------------
 
 
-def plot_curves(path, curve_results, restart=None):
-    """Held-out masked-LM accuracy and sentence-pair accuracy (each model on both kinds) by step; a dotted
-    line at `restart`, the step where continued runs took over."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_curves(path, curve_results, restart=None):
+    """Held-out masked-LM accuracy and sentence-pair accuracy (each model on both kinds) by step; a dotted
+    line at `restart`, the step where continued runs took over."""
+    plt = _pyplot()
     figure, (mlm, order) = plt.subplots(1, 2, figsize=(11, 4))
     for model, style in zip(OBJECTIVES, ("-", "--"), strict=True):
         own = curve_results[model][model]
@@ -460,11 +465,7 @@ def plot_curves(path, curve_results, restart=None):
 
 
 def plot_downstream(path, scores):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 3.6))
     for axis, (task, by_init) in zip(axes, scores.items(), strict=True):
         for x, init in enumerate(INITS):
@@ -480,11 +481,10 @@ def plot_downstream(path, scores):
     plt.close(figure)
 
 
-def table(curve_results, scores, when=""):
-    """Markdown: each model's last evaluation (say `when` it was), then downstream scores if given."""
+def curves_table(curve_results):
+    """Markdown: each model's last evaluation, on both kinds of records."""
     lines = [
-        f"| model{' ' + when if when else ''} | held-out MLM acc | baseline | ratio | without context "
-        "| tested on SOP | tested on NSP |",
+        "| model | held-out MLM acc | baseline | ratio | without context | tested on SOP | tested on NSP |",
         "|---|---|---|---|---|---|---|",
     ]
     for model in OBJECTIVES:
@@ -494,10 +494,12 @@ def table(curve_results, scores, when=""):
         free = own["masked_lm_context_free_accuracy"]
         cells = (f"{mlm:.3f}", f"{base:.3f}", f"{mlm / base:.2f}x", f"{free:.3f}", f"{sop:.3f}", f"{nsp:.3f}")
         lines.append(f"| {model.upper()}-trained | " + " | ".join(cells) + " |")
-    if scores is None:
-        return "\n".join(lines)
-    lines += [
-        "",
+    return "\n".join(lines)
+
+
+def downstream_table(scores):
+    """Markdown: dev accuracy per task and init, mean ± sd over the seeds."""
+    lines = [
         "| task | " + " | ".join(f"{i} (mean ± sd, 3 seeds)" for i in INITS) + " |",
         "|---|---|---|---|",
     ]
@@ -558,7 +560,7 @@ def main():
     scores = timed("downstream", downstream, work, config, spm, tasks, recipe)
     plot_curves(os.path.join(work, "curves.png"), curve_results)
     plot_downstream(os.path.join(work, "downstream.png"), scores)
-    text = table(curve_results, scores)
+    text = curves_table(curve_results) + "\n\n" + downstream_table(scores)
     results = {
         "recipe": recipe,
         "machine": describe(),
@@ -583,7 +585,7 @@ def main():
             for model in OBJECTIVES
         }
         plot_curves(os.path.join(work, "continued.png"), joined, restart=first_step)
-        text += "\n\n" + table(results["continued"], None, f"after {first_step + args.continue_steps} steps")
+        text += f"\n\nAfter {first_step + args.continue_steps} steps:\n" + curves_table(results["continued"])
     results["seconds_this_invocation"] = time.perf_counter() - started
     with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as file:
         json.dump(results, file, indent=1)
