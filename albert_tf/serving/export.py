@@ -359,7 +359,7 @@ def export_saved_model(
       precision: "float32", or "bfloat16": matrix products and attention in bfloat16 with LayerNorm
         statistics, the softmax and every logit in float32, weights stored in bfloat16 (the logit heads' in
         float32); outputs stay float32 (albert_tf/models/precision.py). For CPUs with native bfloat16
-        (AVX512_BF16, AMX) and GPUs; elsewhere it is emulated, far slower than float32 (0.28x measured on
+        (AVX512_BF16, AMX) and GPUs; elsewhere it is slower than float32 (0.82x measured on AVX2, 0.28x on
         AVX-512 without BF16, bench/README.md).
 
     Returns:
