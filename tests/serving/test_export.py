@@ -810,13 +810,22 @@ with Servable(sys.argv[1]) as servable:
 """
 
 
+def onednn_computes_bfloat16():
+    """Whether TensorFlow runs bfloat16 products through oneDNN on this CPU: only with AVX512F or
+    AVX_NE_CONVERT (IsBF16SupportedByOneDNNOnThisCPU in tensorflow/core/util/util.cc). Elsewhere a bfloat16
+    MatMul is Eigen's, widened to float32, and Grappler has no fused kernel to give it."""
+    with open("/proc/cpuinfo", encoding="utf-8") as file:
+        flags = next(line for line in file if line.startswith("flags")).split()
+    return "avx512f" in flags or "avx_ne_convert" in flags
+
+
 @pytest.mark.parametrize("name", ["classifier", "classifier_bfloat16"])
 def test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each(exports, tmp_path, name):
     """TensorFlow's CPU graph optimizer (Grappler's remapper) fuses MatMul -> BiasAdd -> tanh GELU into one
     oneDNN kernel when the three stand as FeedForwardBlock writes them (on rows, the GELU as the Dense
     layer's activation): 1.3x the served texts/s on an AMX Xeon (bench/README.md, "On an Intel Xeon with
     AMX"). The graph the C++ loader's session runs, after Grappler, holds one such kernel per layer, and no
-    Tanh or Pow left over."""
+    Tanh or Pow left over; for the bfloat16 export, only where oneDNN computes bfloat16 on this CPU."""
     _, models, paths, _ = exports
     result = subprocess.run(
         [sys.executable, "-c", SERVED_GRAPH, paths[name], str(tmp_path)], capture_output=True, text=True
@@ -828,6 +837,10 @@ def test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each(expo
     nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
     fused = [node.attr["fused_ops"].list.s for node in nodes if node.op == "_FusedMatMul"]
     layers = models[name].encoder.config.num_hidden_layers
+    if name.endswith("bfloat16") and not onednn_computes_bfloat16():
+        # An AVX2 CPU: nothing fuses a bfloat16 product (it serves at 0.82x float32, bench/README.md).
+        assert fused.count([b"BiasAdd", b"GeluApproximate"]) == 0, fused
+        return
     assert fused.count([b"BiasAdd", b"GeluApproximate"]) == layers, fused
     assert not [node.name for node in nodes if node.op in ("Tanh", "Pow")]
 
