@@ -9,9 +9,12 @@ progress lines. Steady state: the median examples/s of the progress windows afte
 holds tracing and compilation) times the sequence length (tokens, padding included). Outside it: the
 command's wall time minus steps × batch / steady rate, i.e. start-up (imports, graph building, compilation),
 checkpoints, evaluation and the model directory. Settings:
-  landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32, no XLA, 25 steps per loop);
+  landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32, no XLA, 25 steps per loop,
+          the tiny config at 4 layers);
   xla:    the same with --jit_compile;
   now:    configs/pretrain/tiny.flags as it is now;
+  four_layers: the same with the tiny config at 4 layers, as it was until 2026-11-27 (its shared block run
+          4 times a token instead of 2: the same parameters, twice the encoder's arithmetic);
   bf16:   the same with --mixed_precision=bfloat16 (--settings=now,bf16; emulated, and slow, on CPUs
           without AVX512_BF16 or AMX);
   bf16_fusible: bfloat16 without --jit_compile, TensorFlow's auto-clustering giving XLA only the fusible
@@ -20,6 +23,7 @@ checkpoints, evaluation and the model directory. Settings:
 """
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -31,16 +35,19 @@ import time
 from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
+FOUR_LAYERS = "--albert_config_file={work}/albert_tiny_4_layers.json"
 # The quick start's flags before this benchmark (what the landed configs/pretrain/tiny.flags said).
 LANDED = [
-    "--optimizer=lamb", "--learning_rate=0.005", "--train_batch_size=32", "--num_warmup_steps=30",
-    "--nojit_compile", "--noonline_masking", "--steps_per_loop=25", "--log_every_steps=25",
-    "--eval_every_steps=0",
+    FOUR_LAYERS, "--optimizer=lamb", "--learning_rate=0.005", "--train_batch_size=32",
+    "--num_warmup_steps=30", "--nojit_compile", "--noonline_masking", "--steps_per_loop=25",
+    "--log_every_steps=25", "--eval_every_steps=0",
 ]  # fmt: skip
 FUSIBLE_ONLY = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --tf_xla_ops_to_cluster=FUSIBLE"}
 # name: (flags after the flagfile, environment variables beside the caller's)
 SETTINGS = {
     "landed": (LANDED, {}), "xla": ([*LANDED, "--jit_compile"], {}), "now": ([], {}),
+    "four_layers": ([FOUR_LAYERS], {}),
     "bf16": (["--mixed_precision=bfloat16"], {}),
     "bf16_fusible": (["--mixed_precision=bfloat16", "--nojit_compile"], FUSIBLE_ONLY),
 }  # fmt: skip
@@ -62,6 +69,7 @@ def flag(args, name, default):
 def measure(args, environment, steps, work):
     """(steady tokens/s, seconds outside steady state, wall seconds, final eval results line)."""
     output = tempfile.mkdtemp(dir=work)
+    args = [arg.format(work=work) for arg in args]
     command = [
         sys.executable,
         "-m",
@@ -101,6 +109,10 @@ def main():
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}")
     found = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as work:
+        with open(os.path.join(ROOT, "configs", "albert_tiny.json"), encoding="utf-8") as file:
+            four_layers = {**json.load(file), "num_hidden_layers": 4}
+        with open(os.path.join(work, "albert_tiny_4_layers.json"), "w", encoding="utf-8") as file:
+            json.dump(four_layers, file)
         for round_ in range(args.rounds):
             for name in names:
                 tokens, outside, wall, _ = measure(*SETTINGS[name], args.steps, work)
