@@ -69,7 +69,7 @@ def flag(args, name, default):
 def measure(args, environment, steps, work):
     """(steady tokens/s, seconds outside steady state, wall seconds, final eval results line)."""
     output = tempfile.mkdtemp(dir=work)
-    args = [arg.format(work=work) for arg in args]
+    args = [arg.replace("{work}", work) for arg in args]
     command = [
         sys.executable,
         "-m",
