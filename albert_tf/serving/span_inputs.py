@@ -11,6 +11,8 @@ import sys
 
 import tensorflow as tf
 
+from albert_tf.text.tf_tokenizer import gather_or, pack_rows
+
 # Characters `str.split()` splits on (str.isspace), by code point.
 WHITESPACE = tuple(code for code in range(sys.maxunicode + 1) if chr(code).isspace())
 
@@ -62,7 +64,7 @@ def context_tokens(tokenizer, surface_lengths, contexts):
     piece_row = tf.gather(word_row, piece_word)
     nrows = tf.shape(contexts, out_type=piece_row.dtype)[0]
     return tuple(
-        tf.RaggedTensor.from_value_rowids(values, piece_row, nrows=nrows)
+        tf.RaggedTensor.from_value_rowids(values, piece_row, nrows=nrows, validate=False)
         for values in (ids.flat_values, starts, ends)
     )
 
@@ -76,10 +78,10 @@ def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_str
       window_example int32 [W] (each example has one window or more, in order).
     """
     query = tokenizer.tokenize(questions)
-    query = query[:, : min(max_query_length, seq_length - 4)]
+    query_length = tf.minimum(tf.cast(query.row_lengths(), tf.int32), min(max_query_length, seq_length - 4))
     ids, starts, ends = context_tokens(tokenizer, surface_lengths, contexts)
     length = tf.cast(ids.row_lengths(), tf.int32)  # [B]
-    room = seq_length - 3 - tf.cast(query.row_lengths(), tf.int32)  # context tokens per window
+    room = seq_length - 3 - query_length  # context tokens per window
     step = tf.minimum(room, doc_stride)
     count = 1 + tf.maximum(0, (length - room + step - 1) // step)  # windows per example
     window_example = tf.repeat(tf.range(tf.size(count)), count)  # [W]
@@ -87,50 +89,34 @@ def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_str
     window_size = tf.minimum(
         tf.gather(length, window_example) - window_start, tf.gather(room, window_example)
     )
-    positions = tf.ragged.range(window_start, window_start + window_size)  # [W, (size)] in the context
     doc_offset = tf.gather(tf.cast(ids.row_starts(), tf.int32), window_example)
-    flat_token = positions + doc_offset[:, None]  # [W, (size)] index into the batch's context tokens
+    # Each window's context tokens, flat [T]: its window and its index into the batch's context tokens.
+    within = tf.ragged.range(window_size)  # [W, (size)]
+    window = tf.cast(within.value_rowids(), tf.int32)  # [T]
+    left = within.flat_values  # [T]: tokens of the window before this one
+    token = tf.gather(doc_offset + window_start, window) + left
     # Max context: score 100 * min(tokens left, tokens right) + size (squad._max_context_windows), the
     # first window of the highest score owns a token.
-    left = positions - window_start[:, None]
-    score = (100 * tf.minimum(left, window_size[:, None] - 1 - left) + window_size[:, None]).flat_values
-    token = flat_token.flat_values
+    size = tf.gather(window_size, window)
+    score = 100 * tf.minimum(left, size - 1 - left) + size
     tokens = tf.size(ids.flat_values)
     best = tf.gather(tf.math.unsorted_segment_max(score, token, tokens), token)
-    window = tf.cast(flat_token.value_rowids(), tf.int32)
     owner = tf.math.unsorted_segment_min(
         tf.where(score == best, window, tf.size(window_example)), token, tokens
-    )
-    max_context = flat_token.with_flat_values(tf.gather(owner, token) == window)
+    )  # [tokens]: the window that has the most context for each token
 
-    def column(value, dtype=tf.int32):
-        return tf.RaggedTensor.from_tensor(tf.fill([tf.size(window_example), 1], tf.constant(value, dtype)))
-
-    def row(head, context, tail):
-        """[head..., context window, tail] per window, each a ragged [W, (n)]."""
-        return tf.concat([*head, context, tail], axis=1)
-
-    window_query = tf.gather(query, window_example)
-    word_ids = row(
-        [column(tokenizer.cls_id), window_query, column(tokenizer.sep_id)],
-        flat_token.with_flat_values(tf.gather(ids.flat_values, token)),
-        column(tokenizer.sep_id),
-    )
-    question_part = [column(0), tf.zeros_like(window_query), column(0)]
-    type_ids = row(question_part, tf.ones_like(flat_token), column(1))
-    outside = [column(-1), window_query * 0 - 1, column(-1)]
-    char_starts = row(outside, flat_token.with_flat_values(tf.gather(starts.flat_values, token)), column(-1))
-    char_ends = row(outside, flat_token.with_flat_values(tf.gather(ends.flat_values, token)), column(-1))
-    not_context = [column(False, tf.bool), tf.zeros_like(window_query, tf.bool), column(False, tf.bool)]
-    max_context = row(not_context, max_context, column(False, tf.bool))
-    width = tf.reduce_max(tf.concat([[2], tf.cast(word_ids.row_lengths(), tf.int32)], axis=0))
-    shape = tf.stack([tf.size(window_example), width])
+    window_query = tf.gather(query_length, window_example)
+    width = tf.reduce_max(tf.concat([[2], window_query + window_size + 3], axis=0))
+    features, context_at = pack_rows(
+        tokenizer.cls_id, tokenizer.sep_id, width,
+        (query.flat_values, tf.gather(tf.cast(query.row_starts(), tf.int32), window_example), window_query),
+        (ids.flat_values, doc_offset + window_start, window_size),
+    )  # fmt: skip
+    window_index = tf.range(tf.size(window_example))[:, None]  # [W, 1]
     return {
-        "input_word_ids": word_ids.to_tensor(0, shape=shape),
-        "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
-        "input_type_ids": type_ids.to_tensor(0, shape=shape),
-        "char_starts": char_starts.to_tensor(-1, shape=shape),
-        "char_ends": char_ends.to_tensor(-1, shape=shape),
-        "max_context": max_context.to_tensor(False, shape=shape),
+        **features,
+        "char_starts": gather_or(starts.flat_values, context_at, -1),
+        "char_ends": gather_or(ends.flat_values, context_at, -1),
+        "max_context": gather_or(owner, context_at, -1) == window_index,
         "window_example": window_example,
     }

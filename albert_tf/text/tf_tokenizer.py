@@ -82,42 +82,55 @@ class InGraphTokenizer(tf.Module):
             return self._sentencepiece.detokenize(ids)
 
     def _split_digit_commas(self, pieces):
-        """The digit-comma rule (see AlbertTokenizer.tokenize) on ragged pieces [batch, (pieces)]."""
+        """The digit-comma rule (see AlbertTokenizer.tokenize) on ragged pieces [batch, (pieces)].
+
+        Written with index arithmetic on the flat values rather than ragged ops: the same pieces from a graph
+        a fraction of the size, and graph size is what tracing, tf.data's start and the model server's
+        optimizer spend their time on.
+        """
         prefix = normalization.PIECE_PREFIX
         flat = pieces.flat_values  # [N]
         matches = tf.strings.regex_full_match(flat, self._comma_piece)  # [N]
-        matched = tf.boolean_mask(flat, matches)  # [M]
+        matched_at = tf.where(matches)[:, 0]  # [M]: the pieces to split
+        matched = tf.gather(flat, matched_at)
         bare = tf.strings.regex_replace(tf.strings.regex_replace(matched, ",$", ""), prefix, "")
         parts = self._sentencepiece.tokenize(bare)  # [M, (K)]
+        values, part_starts = parts.flat_values, parts.row_splits  # [V], [M+1]
+        rows = parts.value_rowids()  # [V]: the matched piece each part comes from
         # A piece that did not start a word keeps not starting one: drop the re-encoding's leading "▁".
-        values, rows = parts.flat_values, parts.value_rowids()
-        is_first = tf.range(tf.size(values, out_type=rows.dtype)) == tf.gather(parts.row_starts(), rows)
+        is_first = tf.range(tf.size(values, out_type=tf.int64)) == tf.gather(part_starts, rows)
         starts_word = tf.strings.regex_full_match(matched, prefix + "(?s).*")
         fix = (
             is_first & ~tf.gather(starts_word, rows) & tf.strings.regex_full_match(values, prefix + "(?s).*")
         )
         values = tf.where(fix, tf.strings.regex_replace(values, "^" + prefix, ""), values)
-        keep = tf.strings.length(values) > 0
-        parts = tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(values, keep),
-            tf.boolean_mask(rows, keep),
-            nrows=tf.size(matched, out_type=rows.dtype),
+        keep = tf.strings.length(values) > 0  # [V]
+        kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0)  # [V+1]: kept parts before each
+        kept = tf.gather(kept_before, part_starts[1:]) - tf.gather(kept_before, part_starts[:-1])  # [M]
+        # Piece i becomes one piece, or its kept parts and then ",": where each output piece comes from.
+        lengths = tf.tensor_scatter_nd_update(tf.ones_like(flat, tf.int64), matched_at[:, None], kept + 1)
+        starts = tf.cumsum(lengths, exclusive=True)  # [N]: piece i's first output position
+        unmatched_at = tf.where(~matches)[:, 0]
+        kept_at = tf.where(keep)[:, 0]
+        kept_rows = tf.gather(rows, kept_at)
+        rank = tf.gather(kept_before, kept_at) - tf.gather(kept_before, tf.gather(part_starts, kept_rows))
+        comma_at = tf.gather(starts, matched_at) + kept
+        sources = tf.concat(
+            [tf.gather(flat, unmatched_at), tf.gather(values, kept_at), tf.fill(tf.shape(matched), ",")], 0
         )
-        commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(matched), 1], ","))
-        parts = tf.concat([parts, tf.cast(commas, parts.dtype)], axis=1)
-        # Row i of the result: [piece i] unless it matched, then its replacement parts.
-        count = tf.size(flat, out_type=tf.int64)
-        singles = tf.RaggedTensor.from_row_lengths(flat, tf.ones([count], tf.int64))
-        rows_out = tf.where(
-            matches, count + tf.cumsum(tf.cast(matches, tf.int64)) - 1, tf.range(count, dtype=tf.int64)
+        targets = tf.concat(
+            [tf.gather(starts, unmatched_at), tf.gather(comma_at - kept, kept_rows) + rank, comma_at], 0
         )
-        replaced = tf.gather(tf.concat([singles, parts.with_row_splits_dtype(tf.int64)], axis=0), rows_out)
-        return pieces.with_flat_values(replaced).merge_dims(-2, -1)
+        out = tf.gather(sources, tf.math.invert_permutation(targets))
+        ends = tf.concat([[0], tf.cumsum(lengths)], 0)  # [N+1]
+        return tf.RaggedTensor.from_row_splits(out, tf.gather(ends, pieces.row_splits), validate=False)
 
     def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_multiple=None):
         """`[CLS] A [SEP] (B [SEP])` from int32 ragged ids [batch, (len)], trimmed to seq_length and padded.
 
-        Trimming is the original's (longer segment first, ties trim B), in closed form.
+        Trimming is the original's (longer segment first, ties trim B), in closed form. Each output column
+        is read from the segment it falls in, by index arithmetic on the flat ids (a small graph, see
+        _split_digit_commas).
 
         Args:
           pad_to_multiple: None pads every row to seq_length; an int pads only to the batch's longest packed
@@ -127,10 +140,9 @@ class InGraphTokenizer(tf.Module):
         Returns:
           dict of int32 [batch, width]: input_word_ids, input_mask, input_type_ids.
         """
-        length_a = tf.cast(ids_a.row_lengths(), tf.int32)
-        cls, sep = self._column(self.cls_id, length_a), self._column(self.sep_id, length_a)
+        length_a = tf.cast(ids_a.row_lengths(), tf.int32)  # [batch]
         if ids_b is None:
-            first, second = [cls, _take(ids_a, tf.minimum(length_a, seq_length - 2)), sep], []
+            new_a, new_b, specials = tf.minimum(length_a, seq_length - 2), 0, 2
         else:
             budget = seq_length - 3
             length_b = tf.cast(ids_b.row_lengths(), tf.int32)
@@ -138,32 +150,58 @@ class InGraphTokenizer(tf.Module):
             new_a = tf.where(
                 fits, length_a, tf.minimum(length_a, tf.maximum(budget - length_b, (budget + 1) // 2))
             )
-            new_b = tf.where(fits, length_b, tf.minimum(length_b, budget - new_a))
-            first, second = [cls, _take(ids_a, new_a), sep], [_take(ids_b, new_b), sep]
-        pieces = first + second
-        types = [tf.zeros_like(p) for p in first] + [tf.ones_like(p) for p in second]
-        word_ids = tf.concat(pieces, axis=1)
-        type_ids = tf.concat(types, axis=1)
+            new_b, specials = tf.where(fits, length_b, tf.minimum(length_b, budget - new_a)), 3
         if pad_to_multiple is None:
-            shape = [None, seq_length]
+            width = seq_length
         else:
             # The longest row, at least [CLS] [SEP] even for a batch of zero (the pooler reads position 0).
-            width = tf.reduce_max(tf.concat([[2], tf.cast(word_ids.row_lengths(), tf.int32)], axis=0))
+            width = tf.reduce_max(tf.concat([[2], new_a + new_b + specials], axis=0))
             width = tf.minimum((width + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple, seq_length)
-            shape = tf.stack([tf.cast(word_ids.nrows(), tf.int32), width])
-        return {
-            "input_word_ids": word_ids.to_tensor(0, shape=shape),
-            "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
-            "input_type_ids": type_ids.to_tensor(0, shape=shape),
-        }
-
-    @staticmethod
-    def _column(token_id, like):
-        """A ragged [batch, (1)] column holding token_id."""
-        return tf.RaggedTensor.from_tensor(tf.fill([tf.size(like), 1], tf.constant(token_id, tf.int32)))
+        first = (ids_a.flat_values, tf.cast(ids_a.row_starts(), tf.int32), new_a)
+        second = None if ids_b is None else (ids_b.flat_values, tf.cast(ids_b.row_starts(), tf.int32), new_b)
+        features, _ = pack_rows(self.cls_id, self.sep_id, width, first, second)
+        return features
 
 
-def _take(ragged, lengths):
-    """The first lengths[i] values of each row of ragged [batch, (len)]."""
-    keep = tf.ragged.range(tf.cast(ragged.row_lengths(), tf.int32)) < tf.expand_dims(lengths, -1)
-    return tf.ragged.boolean_mask(ragged, keep)
+def pack_rows(cls_id, sep_id, width, first, second=None):
+    """Rows `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` of width columns, the segments read from flat values.
+
+    Each column is read from the segment it falls in by index arithmetic, not built with ragged concat and
+    padding: the same rows from a graph a fraction of the size (see InGraphTokenizer._split_digit_commas).
+
+    Args:
+      cls_id, sep_id: the special ids.
+      width: int32 scalar, at least each row's length (3 + A's + B's length; 2 + A's without B).
+      first, second: segments A and B, each (values [N], starts int32 [rows], lengths int32 [rows]): row r's
+        segment is values[starts[r] : starts[r] + lengths[r]]. second None: no B and no second [SEP].
+
+    Returns:
+      (dict of int32 [rows, width]: input_word_ids, input_mask, input_type_ids; int32 [rows, width]: each
+      column's index into B's values, -1 where the column is not in B).
+    """
+    column = tf.range(width)[None, :]  # [1, width]
+    values_a, starts_a, length_a = first
+    length_a = length_a[:, None]  # [rows, 1]
+    a_index = tf.where((column >= 1) & (column <= length_a), starts_a[:, None] + column - 1, -1)
+    word_ids = tf.where(column == 0, cls_id, tf.where(column == length_a + 1, sep_id, 0))
+    word_ids = gather_or(values_a, a_index, word_ids)
+    b_start = end = length_a + 2  # [rows, 1]: B's first column; the row's end
+    b_index = tf.fill(tf.shape(word_ids), -1)
+    if second is not None:
+        values_b, starts_b, length_b = second
+        end = b_start + length_b[:, None] + 1
+        b_index = tf.where((column >= b_start) & (column < end - 1), starts_b[:, None] + column - b_start, -1)
+        word_ids = gather_or(values_b, b_index, tf.where(column == end - 1, sep_id, word_ids))
+    features = {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(column < end, tf.int32),
+        "input_type_ids": tf.cast((column >= b_start) & (column < end), tf.int32),
+    }
+    return features, b_index
+
+
+def gather_or(values, index, otherwise):
+    """values [N] (N may be 0) at int32 index [...] where index >= 0, else otherwise (broadcast)."""
+    inside = index >= 0
+    padded = tf.concat([values, tf.zeros([1], values.dtype)], axis=0)  # where the other indices read
+    return tf.where(inside, tf.gather(padded, tf.where(inside, index, tf.size(values))), otherwise)
