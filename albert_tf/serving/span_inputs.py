@@ -37,6 +37,7 @@ def _words(contexts):
     return words, word_row, tf.cast(firsts - offset, tf.int32), tf.cast(lasts + 1 - offset, tf.int32)
 
 
+@tf.autograph.experimental.do_not_convert  # straight-line ops (see tf_tokenizer)
 def context_tokens(tokenizer, surface_lengths, contexts):
     """Valid UTF-8 tf.string [B] → (ids, char_starts, char_ends), each int32 RaggedTensor [B, (tokens)].
 
@@ -69,6 +70,7 @@ def context_tokens(tokenizer, surface_lengths, contexts):
     )
 
 
+@tf.autograph.experimental.do_not_convert  # straight-line ops (see tf_tokenizer)
 def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_stride, max_query_length):
     """Questions and contexts tf.string [B] (contexts valid UTF-8) → the model's windows.
 
