@@ -19,7 +19,7 @@ keras-hub's is `AlbertTextClassifierPreprocessor(sequence_length=128)` (Sentence
 - batch 32 texts/s: pairs per second in batches of 32.
 
 Every round builds new functions and datasets, so tracing and start are measured anew, but the first round
-also pays for what a process does once (autograph's conversion of our code, keras-hub's imports): the table
+also pays for what a process does once (autograph's first conversions, keras-hub's imports): the table
 shows the median of the rounds and, separately, the first round's trace and start.
 """
 

@@ -21,6 +21,15 @@ from albert_tf import file_io
 NO_SPAN = -1  # the character offsets of a question without a valid span
 
 
+def check_window_settings(seq_length, doc_stride, max_query_length):
+    """Raises ValueError unless every window has room for a question token and a context token."""
+    if seq_length - 3 - 1 < 1 or max_query_length < 1 or doc_stride < 1:
+        raise ValueError(
+            f"seq_length {seq_length}, max_query_length {max_query_length} and doc_stride {doc_stride} "
+            "leave no room for the question and the context"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class SpanSettings:
     """How contexts are windowed and answers chosen; `run_squad` keeps its settings with the model

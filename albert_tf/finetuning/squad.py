@@ -164,12 +164,8 @@ class SpanFeatures:
 
 def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64):
     """SpanFeatures of examples: one window or more per example."""
+    span_decoding.check_window_settings(seq_length, doc_stride, max_query_length)
     query_room = seq_length - 3 - 1  # at least one context token per window
-    if query_room < 1 or max_query_length < 1 or doc_stride < 1:
-        raise ValueError(
-            f"seq_length {seq_length}, max_query_length {max_query_length} and doc_stride {doc_stride} "
-            "leave no room for the question and the context"
-        )
     rows = {name: [] for name in ("ids", "types", "length", "start", "end", "example", "spans", "max")}
     context, doc_ids, doc_spans = None, None, None
     for index, example in enumerate(examples):

@@ -11,6 +11,7 @@ import sys
 
 import tensorflow as tf
 
+from albert_tf.finetuning import span_decoding
 from albert_tf.text.tf_tokenizer import gather_or, pack_rows
 
 # Characters `str.split()` splits on (str.isspace), by code point.
@@ -78,7 +79,11 @@ def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_str
       dict: input_word_ids, input_mask, input_type_ids int32 [W, width] (width: the longest window);
       char_starts, char_ends int32 [W, width] (-1 outside the context); max_context bool [W, width];
       window_example int32 [W] (each example has one window or more, in order).
+
+    Raises:
+      ValueError: settings that leave a window no room for the question and the context (as run_squad).
     """
+    span_decoding.check_window_settings(seq_length, doc_stride, max_query_length)
     query = tokenizer.tokenize(questions)
     query_length = tf.minimum(tf.cast(query.row_lengths(), tf.int32), min(max_query_length, seq_length - 4))
     ids, starts, ends = context_tokens(tokenizer, surface_lengths, contexts)
@@ -95,7 +100,7 @@ def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_str
     # Each window's context tokens, flat [T]: its window and its index into the batch's context tokens.
     within = tf.ragged.range(window_size)  # [W, (size)]
     window = tf.cast(within.value_rowids(), tf.int32)  # [T]
-    left = within.flat_values  # [T]: tokens of the window before this one
+    left = within.flat_values  # [T]: the token's position in its window (its window's tokens before it)
     token = tf.gather(doc_offset + window_start, window) + left
     # Max context: score 100 * min(tokens left, tokens right) + size (squad._max_context_windows), the
     # first window of the highest score owns a token.

@@ -14,8 +14,9 @@ from albert_tf import file_io
 from albert_tf.text import normalization
 from albert_tf.text.tokenizer import CLS, SEP, SPECIAL_IDS, UNK, load_sentencepiece
 
-# Every method below is straight-line TensorFlow ops (its Python branches test Python values), so autograph's
-# conversion would give the same graph: skipping it saved 1.8 s of the first trace in a process (2026-11-27).
+# The tokenizer's public methods (and all they call) are straight-line TensorFlow ops whose Python branches
+# test Python values, so autograph's conversion would give the same graph: skipping it saved 1.8 s of the
+# first trace in a process (2026-11-27).
 _plain_ops = tf.autograph.experimental.do_not_convert
 
 
@@ -49,7 +50,7 @@ class InGraphTokenizer(tf.Module):
 
     @_plain_ops
     def normalize(self, texts):
-        """tf.string [batch] → normalized tf.string [batch] (invalid UTF-8 becomes U+FFFD)."""
+        """tf.string [batch] (or any shape) → normalized tf.string, same shape (bad UTF-8 becomes U+FFFD)."""
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
         texts = tf.strings.regex_replace(texts, self._whitespace, " ")
         texts = tf.strings.regex_replace(texts, "^ | $", "")
@@ -59,14 +60,16 @@ class InGraphTokenizer(tf.Module):
         if self.do_lower_case:
             # StringLower stops at a NUL byte, and SentencePiece keeps NUL as a piece: lower the parts
             # between NULs and put the NULs back (a ragged reduce_join drops a NUL separator: use suffixes).
-            parts = tf.strings.split(texts, "\x00")
+            parts = tf.strings.split(tf.reshape(texts, [-1]), "\x00")  # [texts, (parts)]
             lowered = tf.strings.lower(parts.flat_values, encoding="utf-8")
             rows = parts.value_rowids()
             is_last = tf.range(tf.size(lowered, out_type=rows.dtype)) == tf.gather(
                 parts.row_limits() - 1, rows
             )
             lowered = tf.where(is_last, lowered, lowered + "\x00")
-            texts = tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1)
+            texts = tf.reshape(
+                tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1), tf.shape(texts)
+            )
         return texts
 
     @_plain_ops
@@ -131,7 +134,10 @@ class InGraphTokenizer(tf.Module):
         )
         out = tf.gather(sources, tf.math.invert_permutation(targets))
         ends = tf.concat([[0], tf.cumsum(lengths)], 0)  # [N+1]
-        return tf.RaggedTensor.from_row_splits(out, tf.gather(ends, pieces.row_splits), validate=False)
+        splits = pieces.nested_row_splits  # texts of any rank: only the innermost splits change
+        return tf.RaggedTensor.from_nested_row_splits(
+            out, (*splits[:-1], tf.gather(ends, splits[-1])), validate=False
+        )
 
     @_plain_ops
     def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_multiple=None):
@@ -151,7 +157,7 @@ class InGraphTokenizer(tf.Module):
         """
         length_a = tf.cast(ids_a.row_lengths(), tf.int32)  # [batch]
         if ids_b is None:
-            new_a, new_b, specials = tf.minimum(length_a, seq_length - 2), 0, 2
+            new_a, new_b, specials = tf.minimum(length_a, max(seq_length - 2, 0)), 0, 2
         else:
             budget = seq_length - 3
             length_b = tf.cast(ids_b.row_lengths(), tf.int32)
@@ -160,6 +166,14 @@ class InGraphTokenizer(tf.Module):
                 fits, length_a, tf.minimum(length_a, tf.maximum(budget - length_b, (budget + 1) // 2))
             )
             new_b, specials = tf.where(fits, length_b, tf.minimum(length_b, budget - new_a)), 3
+            # A seq_length too short for the specials keeps no tokens (the rows are cut to seq_length below).
+            new_a, new_b = tf.maximum(new_a, 0), tf.maximum(new_b, 0)
+            # pack_rows would broadcast one row of B over every row of A: refuse it, as row-wise ops do.
+            check = tf.debugging.assert_equal(
+                ids_a.nrows(), ids_b.nrows(), message="pack: text and text_b have different batch sizes"
+            )
+            with tf.control_dependencies([check]):
+                new_a = tf.identity(new_a)
         if pad_to_multiple is None:
             width = seq_length
         else:

@@ -602,6 +602,21 @@ def test_in_graph_context_spans_are_the_python_tokenizers(corpus_lines):
         ), line
 
 
+@pytest.mark.parametrize("seq_length, doc_stride, max_query_length", [(4, 8, 8), (16, 0, 8), (16, 8, 0)])
+def test_span_windows_without_room_for_question_and_context_are_refused(
+    seq_length, doc_stride, max_query_length
+):
+    from albert_tf.serving import span_inputs
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+    lengths = tf.constant(AlbertTokenizer(SPM).surface_lengths)
+    with pytest.raises(ValueError, match="leave no room for the question and the context"):
+        span_inputs.windows(
+            InGraphTokenizer(SPM), lengths, tf.constant(["q"]), tf.constant(["c"]), seq_length, doc_stride,
+            max_query_length,
+        )  # fmt: skip
+
+
 def test_warmup_requests_replay_through_the_cpp_loader(exports):
     _, _, paths, servables = exports
     for name, servable in servables.items():

@@ -120,3 +120,17 @@ def test_works_inside_tf_function_and_tf_data(tokenizers):
     packed = tf.function(lambda t: graph.pack(graph.tokenize(t), seq_length=12))(tf.constant(lines))
     assert packed["input_word_ids"].dtype == tf.int32
     assert np.all(packed["input_word_ids"][:, 0] == 2)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_texts_of_rank_two_tokenize_row_by_row(lower):
+    graph = InGraphTokenizer(str(SAMPLE_SPM), do_lower_case=lower)
+    texts = [["In 1990, 3,5 and", "B\x00C"], ["c 1,000,", "Dd ee"]]
+    got = graph.tokenize(tf.constant(texts)).to_list()
+    assert got == [graph.tokenize(tf.constant(row)).to_list() for row in texts]
+
+
+def test_pack_refuses_batches_of_different_sizes(tokenizers):
+    _, graph = tokenizers
+    with pytest.raises(tf.errors.InvalidArgumentError, match="different batch sizes"):
+        graph.pack(graph.tokenize(tf.constant(["a", "b"])), graph.tokenize(tf.constant(["c"])), seq_length=8)
