@@ -200,7 +200,7 @@ def pack_rows(cls_id, sep_id, width, first, second=None):
 
     Returns:
       (dict of int32 [rows, width]: input_word_ids, input_mask, input_type_ids; int32 [rows, width]: each
-      column's index into B's values, -1 where the column is not in B).
+      column's index into B's values, -1 where the column is not in B; None without B).
     """
     column = tf.range(width)[None, :]  # [1, width]
     values_a, starts_a, length_a = first
@@ -209,7 +209,7 @@ def pack_rows(cls_id, sep_id, width, first, second=None):
     word_ids = tf.where(column == 0, cls_id, tf.where(column == length_a + 1, sep_id, 0))
     word_ids = gather_or(values_a, a_index, word_ids)
     b_start = end = length_a + 2  # [rows, 1]: B's first column; the row's end
-    b_index = tf.fill(tf.shape(word_ids), -1)
+    b_index = None
     if second is not None:
         values_b, starts_b, length_b = second
         end = b_start + length_b[:, None] + 1
