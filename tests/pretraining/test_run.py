@@ -439,12 +439,12 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 
-    def saved_step_8_or_later():
-        names = (path.name for path in (tmp_path / "killed" / "checkpoints").glob("ckpt-*.index"))
-        return any(int(step) >= 8 for step in re.findall(r"^ckpt-(\d+)\.index$", "\n".join(names), re.M))
+    def saved_step():  # the step of the checkpoint a resumed run restores (0 before the first)
+        latest = tf.train.latest_checkpoint(str(tmp_path / "killed" / "checkpoints"))
+        return int(latest.rsplit("-", 1)[1]) if latest else 0
 
     deadline = time.time() + 300
-    while not saved_step_8_or_later() and process.poll() is None and time.time() < deadline:
+    while saved_step() < 8 and process.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
