@@ -186,8 +186,9 @@ def check_update_against_the_library(config, decayed):
                 loss = pretraining_loss(sums, sums[1], 8)
             grads.append(tape.gradient(loss, model.trainable_variables))
         # Dense gradients to both: given the word embeddings' IndexedSlices (its lookup's rows and the tied
-        # output layer's, concatenated), tf.clip_by_global_norm counts the parts separately, as the original
-        # does on GPUs; JAX's gradient is their sum, whose norm the original clips on TPUs (one-hot lookups).
+        # output layer's, concatenated, as TensorFlow also aggregates them for the original's tf.gather on
+        # GPUs), tf.clip_by_global_norm counts the parts separately; JAX's gradient is their sum, as the
+        # original's one-hot lookups on TPUs give.
         optimizer.apply([tf.convert_to_tensor(g) for g in grads[0]], library.trainable_variables)
         params, *moments = adamw(params, [tf.convert_to_tensor(g) for g in grads[1]], *moments,
                                  schedule(step), decayed, weight_decay_rate=0.5)  # fmt: skip
