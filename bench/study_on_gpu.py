@@ -167,6 +167,7 @@ def check_update_against_the_library(config, decayed):
     params = [v.value for v in ours.trainable_variables]
     moments = [keras.ops.zeros_like(p) for p in params], [keras.ops.zeros_like(p) for p in params]
     rng = np.random.default_rng(0)
+    largest_norm = 0.0
     for step in range(5):
         packed = {
             "input_ids": rng.integers(5, config["vocab_size"], (8, SEQ)),
@@ -185,11 +186,11 @@ def check_update_against_the_library(config, decayed):
                 sums = pretraining_sums(batch, outputs)
                 loss = pretraining_loss(sums, sums[1], 8)
             grads.append(tape.gradient(loss, model.trainable_variables))
-        # Dense gradients to both: given the word embeddings' IndexedSlices (its lookup's rows and the tied
-        # output layer's, concatenated, as TensorFlow also aggregates them for the original's tf.gather on
-        # GPUs), tf.clip_by_global_norm counts the parts separately; JAX's gradient is their sum, as the
-        # original's one-hot lookups on TPUs give.
-        optimizer.apply([tf.convert_to_tensor(g) for g in grads[0]], library.trainable_variables)
+        # Dense gradients, as run_pretraining's trainer passes them (JAX's are dense too): given the word
+        # embeddings' IndexedSlices, tf.clip_by_global_norm would measure the parts, not their sum.
+        dense = [tf.convert_to_tensor(g) for g in grads[0]]
+        largest_norm = max(largest_norm, float(tf.linalg.global_norm(dense)))
+        optimizer.apply(dense, library.trainable_variables)
         params, *moments = adamw(params, [tf.convert_to_tensor(g) for g in grads[1]], *moments,
                                  schedule(step), decayed, weight_decay_rate=0.5)  # fmt: skip
         for variable, value in zip(ours.trainable_variables, params, strict=True):
@@ -198,9 +199,15 @@ def check_update_against_the_library(config, decayed):
         float(np.max(np.abs(a.numpy() - b.numpy())))
         for a, b in zip(library.trainable_variables, ours.trainable_variables, strict=True)
     )
+    if largest_norm <= 1.0:
+        raise SystemExit("pack: the check's gradients never reached the clip (global norm 1.0)")
     if worst > 1e-6:
         raise SystemExit(f"pack: this script's AdamW differs from the library's by {worst:.2e}")
-    print(f"AdamW checked against the library's AdamWeightDecay: max |difference| {worst:.1e}", flush=True)
+    print(
+        f"AdamW checked against the library's AdamWeightDecay: max |difference| {worst:.1e} "
+        f"(largest gradient norm {largest_norm:.2f}, clipped to 1.0)",
+        flush=True,
+    )
 
 
 # train (any backend's model code; the loop is JAX) -----------------------------------------------------
@@ -372,6 +379,7 @@ def train(args):
                 first_chunk_seconds = time.perf_counter() - tick
             if (done + CHUNK) % args.eval_every:
                 continue
+            # "train": the metrics of the last CHUNK training batches; then the held-out records of each kind.
             entry = {"step": done + CHUNK, "train": {k: round(v, 5) for k, v in metrics(sums).items()},
                      **evaluate(state)}  # fmt: skip
             curve.append(entry)
