@@ -47,17 +47,13 @@ def read_records(pattern):
     """Every record of the files matching pattern, in file order, as {feature: int64/float32 array [N, L]}."""
     import tensorflow as tf
 
-    from albert_tf.features import feature_lengths
+    from albert_tf.pretraining.dataset import expand_file_patterns, parse_spec, record_compression
 
-    spec = {
-        name: tf.io.FixedLenFeature([length], tf.int64 if dtype == "int64" else tf.float32)
-        for name, (dtype, length) in feature_lengths(SEQ, PREDICTIONS).items()
-    }
-    files = sorted(tf.io.gfile.glob(pattern))
-    if not files:
-        raise SystemExit(f"pack: no records match {pattern}")
-    dataset = tf.data.TFRecordDataset(files).map(lambda x: tf.io.parse_single_example(x, spec)).batch(4096)
-    parts = [{k: v.numpy() for k, v in batch.items()} for batch in dataset]
+    spec = parse_spec(SEQ, PREDICTIONS)
+    files = expand_file_patterns(pattern, flag="pack --work_dir")
+    dataset = tf.data.TFRecordDataset(files, compression_type=record_compression(files[0]))
+    batches = dataset.map(lambda x: tf.io.parse_single_example(x, spec)).batch(4096)
+    parts = [{k: v.numpy() for k, v in batch.items()} for batch in batches]
     return {name: np.concatenate([p[name] for p in parts]) for name in spec}
 
 
@@ -384,9 +380,10 @@ def train(args):
                      **evaluate(state)}  # fmt: skip
             curve.append(entry)
             scores = "; ".join(
-                f"on {k}: MLM {e['masked_lm_accuracy']:.4f} (most frequent "
-                f"{e['masked_lm_baseline_accuracy']:.4f}), pairs {e['sentence_order_accuracy']:.4f}"
-                for k, e in ((k, entry[k]) for k in OBJECTIVES)
+                f"on {kind}: MLM {entry[kind]['masked_lm_accuracy']:.4f} (most frequent "
+                f"{entry[kind]['masked_lm_baseline_accuracy']:.4f}), "
+                f"pairs {entry[kind]['sentence_order_accuracy']:.4f}"
+                for kind in OBJECTIVES
             )
             print(
                 f"{objective} model, step {entry['step']}: {scores}; {time.perf_counter() - began:.0f} s",
