@@ -160,7 +160,7 @@ class FineTuningRun:
         s, strategy, model, optimizer = self.settings, self.strategy, self.model, self.optimizer
         loss_scale, global_batch = self.loss_scale, float(s.train_batch_size)
 
-        @tf.function(jit_compile=s.jit_compile)
+        @tf.function(jit_compile=s.jit_compile, autograph=False)
         def gradients(inputs, targets, scale):
             """This replica's share of the global batch's mean loss, and its gradients (of loss × scale)."""
             with tf.GradientTape() as tape:
@@ -175,17 +175,22 @@ class FineTuningRun:
             grads, finite = replicated_update.summed_gradients(grads, scale)  # summed, then clipped on apply
             return loss, grads, finite
 
-        @tf.function
+        @tf.function(autograph=False)  # the loop is written out: converting it costs seconds of start-up
         def train_steps(iterator, steps):
-            total, applied_steps = tf.constant(0.0), tf.constant(0.0)
-            for _ in tf.range(steps):
+            def body(index, total, applied_steps):
                 losses, grads, finite = strategy.run(replica_step, args=(next(iterator),))
                 loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
                 applied = replicated_update.apply_or_skip(
                     strategy, optimizer, model.trainable_variables, grads, finite, loss_scale
                 )
-                total += tf.where(applied, loss, 0.0)
-                applied_steps += tf.cast(applied, tf.float32)
+                return (
+                    index + 1,
+                    total + tf.where(applied, loss, 0.0),
+                    applied_steps + tf.cast(applied, tf.float32),
+                )
+
+            start = (tf.constant(0), tf.constant(0.0), tf.constant(0.0))
+            _, total, applied_steps = tf.while_loop(lambda index, *_: index < steps, body, start)
             return total / tf.maximum(applied_steps, 1.0)
 
         return train_steps

@@ -22,12 +22,12 @@ class PretrainingEvaluator:
         self.strategy, self.dataset_fn, self.max_steps = strategy, dataset_fn, max_steps
         vocab_size = model.encoder.config.vocab_size
 
-        @tf.function(jit_compile=jit_compile)
+        @tf.function(jit_compile=jit_compile, autograph=False)
         def replica_step(batch):
             outputs = model({name: batch[name] for name in features.PRETRAINER_INPUTS}, training=False)
             return losses.pretraining_sums(batch, outputs), losses.target_counts(batch, vocab_size)
 
-        @tf.function
+        @tf.function(autograph=False)
         def step(batch):
             # One reduction each: a collective over the (sums, counts) pair would pack tensors of two shapes.
             return tuple(

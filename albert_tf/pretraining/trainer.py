@@ -66,7 +66,7 @@ class PretrainingTrainer:
         global_batch = float(s.train_batch_size)
         vocab_size = model.encoder.config.vocab_size
 
-        @tf.function(jit_compile=s.jit_compile)
+        @tf.function(jit_compile=s.jit_compile, autograph=False)
         def gradients(batch, mlm_weight_total, scale):
             """Gradients of this micro-batch's share of the global loss (times scale), and its sums."""
             # Inside a tf.function only ops on the same resource are ordered: dropout's seed-generator
@@ -101,13 +101,12 @@ class PretrainingTrainer:
             grads, finite = replicated_update.summed_gradients(total_grads, scale)
             return sums, losses.target_counts(batch, vocab_size), grads, finite
 
-        @tf.function
+        @tf.function(autograph=False)  # the loop is written out: converting it costs seconds of start-up
         def loop(iterator, steps):
             """Runs `steps` global batches; returns the sums and target counts of the applied steps and the
             skipped count."""
-            totals, counts = tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([2, vocab_size])
-            skipped = tf.constant(0.0)
-            for _ in tf.range(steps):
+
+            def body(index, totals, counts, skipped):
                 sums, batch_counts, grads, finite = strategy.run(replica_gradients, args=(next(iterator),))
                 sums, batch_counts = (
                     strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
@@ -121,6 +120,10 @@ class PretrainingTrainer:
                 skipped += 1.0 - tf.cast(applied, tf.float32)
                 with tf.control_dependencies([sums]):  # counted once its batch arrived (see above)
                     self.batches.assign_add(1)
+                return index + 1, totals, counts, skipped
+
+            start = (tf.constant(0), tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([2, vocab_size]), 0.0)
+            _, totals, counts, skipped = tf.while_loop(lambda index, *_: index < steps, body, start)
             return totals, counts, skipped
 
         return loop
