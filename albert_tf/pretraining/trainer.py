@@ -122,7 +122,12 @@ class PretrainingTrainer:
                     self.batches.assign_add(1)
                 return index + 1, totals, counts, skipped
 
-            start = (tf.constant(0), tf.zeros([len(losses.SUM_NAMES)]), tf.zeros([2, vocab_size]), 0.0)
+            start = (
+                tf.constant(0),
+                tf.zeros([len(losses.SUM_NAMES)]),
+                tf.zeros([2, vocab_size]),
+                tf.constant(0.0),
+            )
             _, totals, counts, skipped = tf.while_loop(lambda index, *_: index < steps, body, start)
             return totals, counts, skipped
 
