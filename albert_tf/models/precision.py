@@ -4,8 +4,8 @@
 
 Precisions (the Keras dtype policy each model is rebuilt under):
     float32    everything in float32.
-    bfloat16   the encoder's and heads' matrix products, attention and activations in bfloat16, with
-               LayerNorm statistics, the attention softmax and every logit in float32, as under Keras'
+    bfloat16   the encoder's and heads' matrix products and activations in bfloat16, with LayerNorm
+               statistics, the attention scores and softmax and every logit in float32, as under Keras'
                "mixed_bfloat16" policy. The difference is storage: weights are kept in bfloat16 ("bfloat16"
                policy) instead of float32 copies that every layer call casts. The answers are the same (a
                weight cast to bfloat16 at each read is the weight stored in bfloat16), the model is half the

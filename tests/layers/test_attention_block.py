@@ -33,6 +33,21 @@ def test_matches_numpy_reference_with_padding():
     np.testing.assert_allclose(block(x, bias), expected, atol=2e-5, rtol=0)
 
 
+def test_scores_and_softmax_run_in_float32_under_mixed_bfloat16():
+    """Scores of 300 and 301 from bfloat16-exact queries and keys: a bfloat16 product rounds 301 to 300 (its
+    spacing there is 2), which would weigh the two keys equally instead of 0.27 / 0.73."""
+    block = AttentionBlock(num_attention_heads=1, dtype="mixed_bfloat16")
+    block.build((1, 3, 4))
+    query = np.array([[[[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]]], "float32")  # (B, N, T, D)
+    key = np.array([[[[1, 1, 0, 0], [300, 0, 0, 0], [300, 1, 0, 0]]]], "float32")
+    bfloat16 = [keras.ops.cast(t, "bfloat16") for t in (query, key)]
+    probs = block._attention_probs(*bfloat16, np.zeros((1, 1, 1, 3), "float32"))
+    assert keras.backend.standardize_dtype(probs.dtype) == "float32"
+    scores = np.array([2.0, 300.0, 301.0])
+    expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()  # [~0, 0.269, 0.731]
+    np.testing.assert_allclose(np.asarray(probs)[0, 0, 0], expected, atol=1e-6, rtol=0)
+
+
 def test_heads_must_divide_width():
     with pytest.raises(ValueError, match="input width 14 is not divisible by num_attention_heads=3"):
         AttentionBlock(num_attention_heads=3).build((2, 7, 14))
