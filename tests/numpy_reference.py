@@ -14,6 +14,12 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
 
+def softmax(x):
+    """Softmax over the last axis."""
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
 def dense(x, kernel, bias):
     return x @ kernel + bias
 
@@ -28,8 +34,7 @@ def attention_block(x, mask, heads, q, k, v, o, norm):
 
     scores = split(dense(x, *q)) @ split(dense(x, *k)).transpose(0, 1, 3, 2) / np.sqrt(size)
     scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
+    probs = softmax(scores)
     context = (probs @ split(dense(x, *v))).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
     return layer_norm(x + dense(context, *o), *norm)
 
