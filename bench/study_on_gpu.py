@@ -35,21 +35,19 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 OBJECTIVES = ("sop", "nsp")
-SEQ = 128
-PREDICTIONS = 20
 CHUNK = 500  # steps per compiled call; --eval_every is a multiple of it
 
 
 # pack (TensorFlow) -------------------------------------------------------------------------------------
 
 
-def read_records(pattern):
+def read_records(pattern, seq, predictions):
     """Every record of the files matching pattern, in file order, as {feature: int64/float32 array [N, L]}."""
     import tensorflow as tf
 
     from albert_tf.pretraining.dataset import expand_file_patterns, parse_spec, record_compression
 
-    spec = parse_spec(SEQ, PREDICTIONS)
+    spec = parse_spec(seq, predictions)
     files = expand_file_patterns(pattern, flag="pack --work_dir")
     dataset = tf.data.TFRecordDataset(files, compression_type=record_compression(files[0]))
     batches = dataset.map(lambda x: tf.io.parse_single_example(x, spec)).batch(4096)
@@ -88,9 +86,10 @@ def compact(records):
 
 def features(xp, packed, index):
     """The pretrainer's inputs and labels for the records at index (int [B]), from compact arrays, with
-    xp = numpy or jax.numpy."""
+    xp = numpy or jax.numpy. The records' shapes are the arrays': input_ids [N, seq], positions
+    [N, predictions]."""
     length = packed["length"][index].astype("int32")[:, None]
-    positions = xp.arange(SEQ)[None]
+    positions = xp.arange(packed["input_ids"].shape[1])[None]
     return {
         "input_word_ids": packed["input_ids"][index].astype("int32"),
         "input_mask": (positions < length).astype("int32"),
@@ -100,7 +99,8 @@ def features(xp, packed, index):
         "masked_lm_positions": packed["positions"][index].astype("int32"),
         "masked_lm_ids": packed["targets"][index].astype("int32"),
         "masked_lm_weights": (
-            xp.arange(PREDICTIONS)[None] < packed["predictions"][index].astype("int32")[:, None]
+            xp.arange(packed["positions"].shape[1])[None]
+            < packed["predictions"][index].astype("int32")[:, None]
         ).astype("float32"),
         "sentence_order_label": packed["label"][index].astype("int32"),
     }
@@ -113,7 +113,12 @@ def pack(args):
     for objective in OBJECTIVES:
         folder = os.path.join(args.work_dir, "records", objective)
         for split in ("train", "eval"):
-            packed = compact(read_records(os.path.join(folder, f"{split}-*-of-*")))
+            # the shapes the builder wrote, from its manifest (the study's are seq 64 since 2026-11-28)
+            with open(os.path.join(folder, f"{split}.manifest.json"), encoding="utf-8") as file:
+                options = json.load(file)["settings"]["options"]
+            records = read_records(os.path.join(folder, f"{split}-*-of-*"), options["max_seq_length"],
+                                   options["max_predictions_per_seq"])  # fmt: skip
+            packed = compact(records)
             if split == "train" and args.max_train_records:  # the shards are shuffled: a random subset
                 packed = {name: value[: args.max_train_records] for name, value in packed.items()}
             print(f"{objective} {split}: {len(packed['label'])} records", flush=True)
@@ -145,8 +150,8 @@ def load(path):
 
 
 def check_update_against_the_library(config, decayed):
-    """Five steps of `adamw` and of the library's AdamWeightDecay from the same weights on the same
-    batches give the same weights (weight decay 0.5 so that a variable decayed by one and not the other
+    """Five steps of `adamw` and of the library's AdamWeightDecay, each from the same weights on the same
+    batch, give the same weights (weight decay 0.5 so that a variable decayed by one and not the other
     shows; gradients of norm 2 or so, so that the clip acts)."""
     import keras
     import tensorflow as tf
@@ -163,15 +168,16 @@ def check_update_against_the_library(config, decayed):
     params = [v.value for v in ours.trainable_variables]
     moments = [keras.ops.zeros_like(p) for p in params], [keras.ops.zeros_like(p) for p in params]
     rng = np.random.default_rng(0)
-    largest_norm = 0.0
+    largest_norm = worst = 0.0
+    seq, predictions = 128, 20  # random records of any shape do for this check
     for step in range(5):
         packed = {
-            "input_ids": rng.integers(5, config["vocab_size"], (8, SEQ)),
-            "length": rng.integers(20, SEQ + 1, 8),
+            "input_ids": rng.integers(5, config["vocab_size"], (8, seq)),
+            "length": rng.integers(20, seq + 1, 8),
             "segment_b": np.full(8, 10),
-            "positions": rng.integers(1, 20, (8, PREDICTIONS)),
-            "targets": rng.integers(5, config["vocab_size"], (8, PREDICTIONS)),
-            "predictions": rng.integers(1, PREDICTIONS + 1, 8),
+            "positions": rng.integers(1, 20, (8, predictions)),
+            "targets": rng.integers(5, config["vocab_size"], (8, predictions)),
+            "predictions": rng.integers(1, predictions + 1, 8),
             "label": rng.integers(0, 2, 8),
         }
         batch = features(np, packed, np.arange(8))
@@ -189,12 +195,16 @@ def check_update_against_the_library(config, decayed):
         optimizer.apply(dense, library.trainable_variables)
         params, *moments = adamw(params, [tf.convert_to_tensor(g) for g in grads[1]], *moments,
                                  schedule(step), decayed, weight_decay_rate=0.5)  # fmt: skip
+        worst = max(worst, max(
+            float(np.max(np.abs(a.numpy() - np.asarray(b))))
+            for a, b in zip(library.trainable_variables, params, strict=True)
+        ))  # fmt: skip
+        # Both continue from the library's weights: otherwise a last-bit difference in one step's sums
+        # (1.2e-7 after step 2 at 2 layers) grows through the next steps' gradients, a difference of
+        # training dynamics rather than of the update rule.
+        params = [keras.ops.convert_to_tensor(v.numpy()) for v in library.trainable_variables]
         for variable, value in zip(ours.trainable_variables, params, strict=True):
             variable.assign(value)
-    worst = max(
-        float(np.max(np.abs(a.numpy() - b.numpy())))
-        for a, b in zip(library.trainable_variables, ours.trainable_variables, strict=True)
-    )
     if largest_norm <= 1.0:
         raise SystemExit("pack: the check's gradients never reached the clip (global norm 1.0)")
     if worst > 1e-6:
