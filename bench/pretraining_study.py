@@ -65,8 +65,8 @@ FULL = dict(
     max_eval_steps=50,
     finetune_steps=300,
 )
-# The study's recipe until 2026-11-28 (bench/README.md, "Before: 4 layers at 128 tokens"), kept because
-# data/study/model/, the model the notebook fine-tunes, is its SOP model: --earlier_recipe rebuilds it.
+# The study's recipe until 2026-11-28 (bench/README.md, "Before: 4 layers at 128 tokens"), kept so that
+# --earlier_recipe reproduces those results and the SOP model shipped in data/study/model/ until then.
 EARLIER = dict(
     FULL,
     num_hidden_layers=4,
@@ -576,8 +576,8 @@ def main():
     parser.add_argument(
         "--earlier_recipe",
         action="store_true",
-        help="The recipe until 2026-11-28 (4 layers, 128 tokens, 4,000 steps), whose SOP model is "
-        "data/study/model/. Use its own --work_dir: the records differ.",
+        help="The recipe until 2026-11-28 (4 layers, 128 tokens, 4,000 steps), whose SOP model was "
+        "data/study/model/ until then. Use its own --work_dir: the records differ.",
     )
     parser.add_argument(
         "--continue_steps",

@@ -25,15 +25,19 @@ def test_notebook_fine_tunes_exports_and_beats_random_init(tmp_path, monkeypatch
     client.execute()  # raises CellExecutionError, with the cell and traceback, if any cell fails
     results = json.loads((work / "doc_topics" / "eval_results.json").read_text())
     assert len(results["labels"]) == 4
-    # The bars, from measured seed variance (the study's doc_topics fine-tunings use this recipe:
-    # bench/README.md, "Pretraining study"). The shipped model fine-tuned: 0.7625 / 0.765 / 0.7475 over 3
-    # seeds and 0.755 here (2-core Intel Xeon, 2026-11-26; sd 0.009). The same model from random weights:
-    # 0.7225 at most over every run measured (seeds 1-3 of the study: 0.680 / 0.7025 / 0.545 there,
-    # 0.538-0.710 on an AMD EPYC and at most 0.703 on another Xeon, 2026-11-25; 0.445 here; 0.7225 here with
-    # seed 1's random weights shipped in place of the model: from scratch some seeds train far worse, some
-    # nearly as well). So the pretrained model clears 0.735, halfway between the best random-init run and
-    # the worst pretrained one, and beats this notebook's own random-init run by at least the closest pair
-    # of all, 0.7475 against 0.7225.
+    # The bars, from measured runs of this notebook (2-core AMD EPYC, 2026-11-28; the shipped model is the
+    # pretraining study's 2-layer SOP model: bench/README.md, "Pretraining study"). Dev accuracy after epochs
+    # 1 / 2 / 6: the shipped model 0.6225 / 0.740 / 0.7475; five random draws of the same model (seeds 1-4
+    # saved as the model directory, ALBERT_TF_MODEL_DIR, and this notebook's own random-init run) 0.25 (all
+    # five) / 0.4225-0.4725 / 0.4225-0.7475. From random weights the 2-layer model is slow to start but can
+    # end as high (seed 1: 0.7475), so the end alone does not tell pretraining from none: the early epochs do.
+    # After 2 epochs the pretrained model clears 0.60, halfway between the best random draw and itself, and
+    # beats this notebook's own random-init run by at least 0.13, half the closest pair (0.740 - 0.4725).
+    # At the end it reaches 0.735, below every pretrained run measured (0.7475 here; the study's 3 seeds
+    # 0.7525-0.77), and beats its own random-init run (0.4225 here).
+    early, random_early = results["accuracy_by_epoch"][1], results["random_init_accuracy_by_epoch"][1]
+    assert early >= 0.60, results
+    assert early - random_early >= 0.13, results
     assert results["accuracy"] >= 0.735, results
     assert results["accuracy"] - results["random_init_accuracy"] >= 0.025, results
     assert (work / "doc_topics" / "serving" / "1" / "saved_model.pb").exists()
