@@ -168,8 +168,9 @@ def build_records(work, corpus, spm, recipe):
             manifest = os.path.join(folder, f"{split}.manifest.json")
             records[objective][split] = manifest
             if os.path.exists(manifest):  # a work dir from before recipe.json: its records' shapes must fit
-                with open(manifest, encoding="utf-8") as file:
-                    options = json.load(file)["settings"]["options"]
+                from albert_tf.pretraining.data.manifest import Manifest
+
+                options = Manifest.load(manifest).settings["options"]
                 built = options["max_seq_length"], options["max_predictions_per_seq"]
                 wanted = recipe["max_seq_length"], recipe["max_predictions_per_seq"]
                 if built != wanted:

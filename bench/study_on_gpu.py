@@ -107,6 +107,7 @@ def features(xp, packed, index):
 
 
 def pack(args):
+    from albert_tf.pretraining.data.manifest import Manifest
     from albert_tf.training.optimizers import EXCLUDE_FROM_WEIGHT_DECAY
 
     arrays = {}
@@ -114,8 +115,7 @@ def pack(args):
         folder = os.path.join(args.work_dir, "records", objective)
         for split in ("train", "eval"):
             # the shapes the builder wrote, from its manifest (the study's are seq 64 since 2026-11-28)
-            with open(os.path.join(folder, f"{split}.manifest.json"), encoding="utf-8") as file:
-                options = json.load(file)["settings"]["options"]
+            options = Manifest.load(os.path.join(folder, f"{split}.manifest.json")).settings["options"]
             records = read_records(os.path.join(folder, f"{split}-*-of-*"), options["max_seq_length"],
                                    options["max_predictions_per_seq"])  # fmt: skip
             packed = compact(records)
