@@ -5,8 +5,9 @@ r"""End-to-end pretraining throughput on CPU: albert_tf's pretraining loop again
     python bench/pretraining.py                       # ALBERT-base, seq 128, 20 predictions, batch 16
     python bench/pretraining.py --rounds=2 --steps=2  # a quick look
 
-Both read data/sample/records/train-* (seq 128, 20 predictions; ids from the 8k sample
-vocabulary, valid for the 30k-vocabulary ALBERT-base) through a tf.data pipeline, input time included.
+Both read the sample corpus's training records at seq 128 with 20 predictions (built into a scratch folder
+by data/sample/make_sample_records.py; ids from the 8k sample vocabulary, valid for the 30k-vocabulary
+ALBERT-base) through a tf.data pipeline, input time included.
 Ours: `albert_tf.pretraining.run.build` (LAMB, MLM + SOP losses, the loop `run_pretraining` runs).
 Peer: keras-hub's `AlbertBackbone` + `AlbertMaskedLM` (masked LM only: keras-hub has no SOP head), compiled
 with keras-hub's defaults (AdamW, jit_compile "auto", i.e. XLA) and again with XLA off, fed by our reader
@@ -20,12 +21,12 @@ import os
 import sys
 import tempfile
 
-from rounds import best_round_seconds  # bench/ is on sys.path when a bench script runs
+import sample_records  # bench/ is on sys.path when a bench script runs
+from rounds import best_round_seconds
 
 import albert_tf  # noqa: F401  (before TensorFlow: albert_tf's CPU defaults apply at its import)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORDS = os.path.join(ROOT, "data", "sample", "records", "train-*")
 SEQ, PREDICTIONS = 128, 20
 
 
@@ -36,7 +37,7 @@ def train_step_flops(batch_size):
     return train_step.train_step_flops(train_step.albert_base(), batch_size, SEQ, PREDICTIONS)
 
 
-def ours(batch_size, output_dir, mixed_precision, jit_compile):
+def ours(records, batch_size, output_dir, mixed_precision, jit_compile):
     """A callable running n training steps of our loop."""
     import tensorflow as tf
 
@@ -45,7 +46,7 @@ def ours(batch_size, output_dir, mixed_precision, jit_compile):
 
     settings = PretrainingSettings(
         albert_config_file=os.path.join(ROOT, "configs", "albert_base.json"),
-        input_file=RECORDS,
+        input_file=records,
         output_dir=output_dir,
         max_seq_length=SEQ,
         max_predictions_per_seq=PREDICTIONS,
@@ -60,7 +61,7 @@ def ours(batch_size, output_dir, mixed_precision, jit_compile):
     return lambda steps: run_.trainer.loop(run_.controller.iterator, tf.constant(steps))[0].numpy()
 
 
-def keras_hub_peer(batch_size, jit_compile="auto"):
+def keras_hub_peer(records, batch_size, jit_compile="auto"):
     """A callable running n training steps of keras-hub's AlbertMaskedLM.fit."""
     import keras_hub
 
@@ -94,7 +95,7 @@ def keras_hub_peer(batch_size, jit_compile="auto"):
         return inputs, batch["masked_lm_ids"], batch["masked_lm_weights"]
 
     dataset = pretraining_dataset(
-        RECORDS,
+        records,
         batch_size=batch_size,
         max_seq_length=SEQ,
         max_predictions_per_seq=PREDICTIONS,
@@ -119,10 +120,14 @@ def main():
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch:
-        runners = {"albert_tf": ours(args.batch_size, scratch, args.mixed_precision, args.jit_compile)}
+        folder = sample_records.build(os.path.join(scratch, "records"), SEQ, PREDICTIONS)
+        records = os.path.join(folder, "train-*")
+        output = os.path.join(scratch, "run")
+        precision, xla = args.mixed_precision, args.jit_compile
+        runners = {"albert_tf": ours(records, args.batch_size, output, precision, xla)}
         # Ours set the global dtype policy (float32 or mixed_bfloat16): keras-hub is built under the same.
-        runners["keras_hub"] = keras_hub_peer(args.batch_size)
-        runners["keras_hub_no_xla"] = keras_hub_peer(args.batch_size, jit_compile=False)
+        runners["keras_hub"] = keras_hub_peer(records, args.batch_size)
+        runners["keras_hub_no_xla"] = keras_hub_peer(records, args.batch_size, jit_compile=False)
         best = best_round_seconds(runners, args.rounds, args.steps)
 
     rates = {name: args.steps * args.batch_size / seconds for name, seconds in best.items()}

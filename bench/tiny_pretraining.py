@@ -1,6 +1,6 @@
 """Throughput of the quick start: the tiny ALBERT's steady-state tokens/s and the time spent outside it.
 
-    python bench/tiny_pretraining.py --rounds=2 --steps=400
+    python bench/tiny_pretraining.py --rounds=2 --steps=1000
 
 Runs `python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags` whole, as a user does (with
 --num_train_steps=--steps), for
@@ -9,12 +9,14 @@ progress lines. Steady state: the median examples/s of the progress windows afte
 holds tracing and compilation) times the sequence length (tokens, padding included). Outside it: the
 command's wall time minus steps × batch / steady rate, i.e. start-up (imports, graph building, compilation),
 checkpoints, evaluation and the model directory. Settings:
-  landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32, no XLA, 25 steps per loop,
-          the tiny config at 4 layers);
+  landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32 x 128 tokens, no XLA, 25
+          steps per loop, the tiny config at 4 layers);
   xla:    the same with --jit_compile;
   now:    configs/pretrain/tiny.flags as it is now;
   four_layers: the same with the tiny config at 4 layers, as it was until 2026-11-27 (its shared block run
           4 times a token instead of 2: the same parameters, twice the encoder's arithmetic);
+  seq128: the same on records of 128 tokens with 20 predictions, as the quick start was until 2026-11-28
+          (now: 64 and 10);
   bf16:   the same with --mixed_precision=bfloat16 (--settings=now,bf16; emulated, and slow, on CPUs
           without AVX512_BF16 or AMX);
   bf16_fusible: bfloat16 without --jit_compile, TensorFlow's auto-clustering giving XLA only the fusible
@@ -32,14 +34,21 @@ import sys
 import tempfile
 import time
 
-from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
+import sample_records  # bench/ is on sys.path: scripts run as python bench/NAME.py
+from machine import describe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
 FOUR_LAYERS = "--albert_config_file={work}/albert_tiny_4_layers.json"
+# The sample's records at 128 tokens, as the quick start read them until 2026-11-28, built into {work}.
+SEQ_128 = [
+    "--input_file={work}/records_128/train.manifest.json",
+    "--eval_input_file={work}/records_128/eval.manifest.json",
+    "--max_seq_length=128", "--max_predictions_per_seq=20",
+]  # fmt: skip
 # The quick start's flags before this benchmark (what the landed configs/pretrain/tiny.flags said).
 LANDED = [
-    FOUR_LAYERS, "--optimizer=lamb", "--learning_rate=0.005", "--train_batch_size=32",
+    *SEQ_128, FOUR_LAYERS, "--optimizer=lamb", "--learning_rate=0.005", "--train_batch_size=32",
     "--num_warmup_steps=30", "--nojit_compile", "--noonline_masking", "--steps_per_loop=25",
     "--log_every_steps=25", "--eval_every_steps=0",
 ]  # fmt: skip
@@ -47,11 +56,10 @@ FUSIBLE_ONLY = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --t
 # name: (flags after the flagfile, environment variables beside the caller's)
 SETTINGS = {
     "landed": (LANDED, {}), "xla": ([*LANDED, "--jit_compile"], {}), "now": ([], {}),
-    "four_layers": ([FOUR_LAYERS], {}),
+    "four_layers": ([FOUR_LAYERS], {}), "seq128": (SEQ_128, {}),
     "bf16": (["--mixed_precision=bfloat16"], {}),
     "bf16_fusible": (["--mixed_precision=bfloat16", "--nojit_compile"], FUSIBLE_ONLY),
 }  # fmt: skip
-SEQ = 128
 
 
 def flag(args, name, default):
@@ -91,9 +99,9 @@ def measure(args, environment, steps, work):
     if len(rates) < 4:
         raise SystemExit(f"too few progress lines ({len(rates)}): raise --steps")
     steady = statistics.median(rates[2:])
-    batch = int(flag(args, "train_batch_size", 32))
+    batch, seq = int(flag(args, "train_batch_size", 32)), int(flag(args, "max_seq_length", 128))
     evaluation = re.findall(r"eval at step \d+: (.*)", result.stderr)
-    return steady * SEQ, wall - steps * batch / steady, wall, evaluation[-1] if evaluation else ""
+    return steady * seq, wall - steps * batch / steady, wall, evaluation[-1] if evaluation else ""
 
 
 def main():
@@ -101,7 +109,12 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=600, help="Steps per run (a multiple of 100).")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=1000,
+        help="Steps per run (a multiple of 200: tiny.flags logs every 200).",
+    )
     parser.add_argument("--settings", default="landed,xla,now", help=f"Of: {', '.join(SETTINGS)}.")
     args = parser.parse_args()
     names = args.settings.split(",")
@@ -113,6 +126,7 @@ def main():
             four_layers = {**json.load(file), "num_hidden_layers": 4}
         with open(os.path.join(work, "albert_tiny_4_layers.json"), "w", encoding="utf-8") as file:
             json.dump(four_layers, file)
+        sample_records.build(os.path.join(work, "records_128"), 128, 20)
         for round_ in range(args.rounds):
             for name in names:
                 tokens, outside, wall, _ = measure(*SETTINGS[name], args.steps, work)

@@ -133,8 +133,9 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     run(PretrainingSettings(
         albert_config_file=config, input_file=f"{records}/train.manifest.json",
         eval_input_file=f"{records}/eval.manifest.json", output_dir=pretrained, spm_model_file=spm,
-        max_seq_length=128, train_batch_size=8, eval_batch_size=8, num_train_steps=4, num_warmup_steps=1,
-        save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2, eval_every_steps=2, max_eval_steps=2,
+        max_seq_length=64, max_predictions_per_seq=10, train_batch_size=8, eval_batch_size=8,
+        num_train_steps=4, num_warmup_steps=1, save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2,
+        eval_every_steps=2, max_eval_steps=2,
     ))  # fmt: skip
     written = set(model_dir.files(pretrained))
     assert written == {
