@@ -40,7 +40,7 @@ def ours(pipelines, pipeline, output_dir):
 
     settings = PretrainingSettings(
         albert_config_file=os.path.join(ROOT, "configs", "albert_tiny.json"), input_file=MANIFEST,
-        output_dir=output_dir, max_seq_length=128, max_predictions_per_seq=20, train_batch_size=BATCH,
+        output_dir=output_dir, max_seq_length=64, max_predictions_per_seq=10, train_batch_size=BATCH,
     )  # fmt: skip
     import tensorflow as tf
 

@@ -3,7 +3,7 @@
     python bench/tiny_pretraining.py --rounds=2 --steps=1000
 
 Runs `python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags` whole, as a user does (with
---num_train_steps=--steps), for
+--num_train_steps=--steps and a progress line every 100 steps), for
 several settings in alternating rounds (so drift in the machine's speed hits each alike), and reads its
 progress lines. Steady state: the median examples/s of the progress windows after the first two (the first
 holds tracing and compilation) times the sequence length (tokens, padding included). Outside it: the
@@ -13,7 +13,7 @@ checkpoints, evaluation and the model directory. Settings:
           steps per loop, the tiny config at 4 layers);
   xla:    the same with --jit_compile;
   now:    configs/pretrain/tiny.flags as it is now;
-  four_layers: the same with the tiny config at 4 layers, as it was until 2026-11-27 (its shared block run
+  four_layers: the same with the tiny config at 4 layers (at 128 tokens until 2026-11-27; its shared block run
           4 times a token instead of 2: the same parameters, twice the encoder's arithmetic);
   seq128: the same on records of 128 tokens with 20 predictions, as the quick start was until 2026-11-28
           (now: 64 and 10);
@@ -86,6 +86,7 @@ def measure(args, environment, steps, work):
         f"--output_dir={output}",
         f"--num_train_steps={steps}",
         f"--save_checkpoints_steps={steps}",
+        "--log_every_steps=100",  # enough progress windows for a steady state (a setting may say otherwise)
         *args,
     ]
     started = time.perf_counter()
@@ -113,7 +114,7 @@ def main():
         "--steps",
         type=int,
         default=1000,
-        help="Steps per run (a multiple of 200: tiny.flags logs every 200).",
+        help="Steps per run (a multiple of 100, at least 400).",
     )
     parser.add_argument("--settings", default="landed,xla,now", help=f"Of: {', '.join(SETTINGS)}.")
     args = parser.parse_args()

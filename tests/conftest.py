@@ -34,8 +34,8 @@ def _deterministic_float32():
 # at 4 layers (until 2026-11-27) the README's first command alone, install included, took 6 min 46 s on a
 # 2-core Intel Xeon with AMX and 10 min 40 s on a 2-core AMD EPYC with AVX2 only; under the suite (one
 # intra-op thread, the other worker busy) that EPYC ran 48 examples/s, about 17 min for the 1,500 steps of
-# 32 it had then (CI, 2026-11-26), which the earlier 900 s guard cut off. At 2 layers and 1,000 steps it
-# is about a third of that.
+# 32 it had then (CI, 2026-11-26), which the earlier 900 s guard cut off. At 2 layers, 1,000 steps of 32 x 128
+# (2,000 of 32 x 64 since 2026-11-28: the same tokens) it is about a third of that.
 QUICK_START_TIMEOUT = 2400
 
 

@@ -13,7 +13,8 @@ this machine. configs/pretrain/tiny.flags reads them.
 
 Why 64 tokens: the sample's documents are short (about 250 tokens), so records of 128 tokens are three
 quarters full and give 6,317 training pairs; at 64 they are 87% full and give 10,325. In the quick start's
-three minutes the tiny model learns more masked LM from them (bench/README.md, "Quick start throughput").
+two and a half minutes the tiny model learns more masked LM from them (bench/README.md, "Quick start
+throughput").
 """
 
 import argparse
