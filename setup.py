@@ -14,11 +14,16 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["albert_tf", "albert_tf.*"]),
+    # The model configs, run recipes and the sample's records and tokenizer (albert_tf/shipped.py names
+    # them), so that the quick start runs from any directory after `pip install`.
+    package_data={
+        "albert_tf": ["configs/*.json", "configs/*/*.flags", "sample/spm_8k.model", "sample/records/*"]
+    },
     install_requires=[
         "tensorflow==2.21.*",
         "tensorflow-text==2.21.*",
-        # Exactly 0.2.1: it gives tensorflow-text 2.21's in-graph ids (bench/tokenizer_parity.py, README
-        # "Tokenizer"); 0.2.2 and 0.2.3 break exact score ties the other way ("1,114,111" in the sample
+        # Exactly 0.2.1: it gives tensorflow-text 2.21's in-graph ids (bench/tokenizer_parity.py,
+        # bench/README.md); 0.2.2 and 0.2.3 break exact score ties the other way ("1,114,111" in the sample
         # corpus: "11" + "1" in the graph, "1" + "11" in Python), and 0.1.99 crashes after TensorFlow loads.
         "sentencepiece==0.2.1",
         "absl-py",

@@ -5,8 +5,8 @@ import sys
 
 __version__ = "0.1.0"
 
-# CPU defaults, measured by bench/train_step.py (README, "Performance"). TensorFlow leaves oneDNN off on
-# CPUs without AVX-512; on those we measured it speeds up training. The switch is read when TensorFlow is
+# CPU defaults (bench/train_step.py measures them; bench/README.md). TensorFlow leaves oneDNN off on CPUs
+# without AVX-512, where it speeds up training too. The switch is read when TensorFlow is
 # imported, so it only applies when albert_tf comes first (as in every albert_tf command); a value the user
 # set is kept.
 if "tensorflow" not in sys.modules:

@@ -74,7 +74,7 @@ class AlbertConfig:
             it, so converted ones set True to keep computing what their source computed.
 
     Example:
-        >>> config = AlbertConfig.from_json_file("configs/albert_base.json")
+        >>> config = AlbertConfig.from_json_file("albert_tf/configs/albert_base.json")
         >>> config.replace(sharing="attention").hidden_size
         768
     """

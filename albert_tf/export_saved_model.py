@@ -50,11 +50,9 @@ flags.DEFINE_enum(
     ["float32", "bfloat16"],
     "float32, or bfloat16: matrix products in bfloat16, LayerNorm statistics, attention scores and "
     "softmax and logits in float32, weights stored in bfloat16, outputs float32. Choose bfloat16 for CPUs "
-    "that compute it natively (flags avx512_bf16 or amx_bf16 in /proc/cpuinfo: AMD Zen 4 and later, Intel "
-    "Cooper Lake and Sapphire Rapids and later; 1.7x the float32 export's throughput measured on "
-    "AVX512_BF16, 2.0x on AMX, bench/serving.py) and for GPUs; other CPUs run it slower than float32 "
-    "(0.82x measured on AVX2, 0.28x on AVX-512 without BF16): export float32 for them. Answers differ "
-    "from float32 within bfloat16 rounding (bench/README.md, bfloat16 answers).",
+    "that compute it natively (avx512_bf16 or amx_bf16 in /proc/cpuinfo) and for GPUs, float32 elsewhere "
+    "(other CPUs run bfloat16 slower than float32). Answers may differ from float32 within bfloat16 "
+    "rounding; bench/README.md has the measurements.",
 )
 # Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
 flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")

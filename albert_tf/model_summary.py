@@ -1,7 +1,7 @@
 r"""Prints the parameter counts of an ALBERT (or BERT) model built from a config file.
 
-    python -m albert_tf.model_summary --albert_config_file=configs/albert_base.json
-    python -m albert_tf.model_summary --albert_config_file=configs/albert_base.json \
+    python -m albert_tf.model_summary --albert_config_file=albert_base
+    python -m albert_tf.model_summary --albert_config_file=albert_base \
         --sharing=attention --embedding_size=256 --json
 
 Counts come from the variables of a real model: embeddings (with the E→H projection), the distinct
@@ -14,11 +14,17 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import tf_startup
+from albert_tf import shipped, tf_startup
 from albert_tf.config import SHARING_STRATEGIES, AlbertConfig
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None, "An albert_config.json (ours or a released one).")
+flags.DEFINE_string(
+    "albert_config_file",
+    None,
+    "An albert_config.json (ours or a released one), or a shipped config's name: "
+    + ", ".join(shipped.config_names())
+    + ".",
+)
 flags.DEFINE_enum(
     "sharing",
     None,
@@ -79,7 +85,7 @@ def main(argv):
     del argv
     tf_startup.import_tensorflow_quietly()
     try:
-        config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+        config = AlbertConfig.from_json_file(shipped.resolve("albert_config_file", FLAGS.albert_config_file))
         changes = {}
         if FLAGS.sharing is not None:
             changes.update(sharing=FLAGS.sharing, num_hidden_groups=1)

@@ -1,6 +1,6 @@
 """Fine-tunes ALBERT for sequence classification or regression: GLUE tasks or a CSV/JSONL dataset.
 
-    python -m albert_tf.run_classifier --flagfile=configs/finetune/sst-2.flags --data_dir=glue_data/SST-2 \
+    python -m albert_tf.run_classifier --flagfile=sst-2 --data_dir=glue_data/SST-2 \
         --model_dir=runs/tiny --output_dir=runs/sst-2
 
 Writes to --output_dir a model directory with the best evaluation's classifier (task_model.keras, ready for
@@ -8,9 +8,11 @@ Writes to --output_dir a model directory with the best evaluation's classifier (
 test_results.tsv. See albert_tf/finetuning/classifier.py.
 """
 
+import sys
+
 from absl import app, flags
 
-from albert_tf import tf_startup
+from albert_tf import shipped, tf_startup
 from albert_tf.finetuning import command_line
 
 FLAGS = flags.FLAGS
@@ -38,4 +40,4 @@ def main(argv, run=None):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, argv=shipped.expand_recipe_names(sys.argv, "run_classifier"))

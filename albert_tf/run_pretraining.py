@@ -1,6 +1,6 @@
 """Pretrains ALBERT (masked LM + sentence order) on TFRecords from `create_pretraining_data`.
 
-    python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags
+    python -m albert_tf.run_pretraining --flagfile=tiny
 
 The same flagfile runs on one CPU, the GPUs of a host (--strategy=mirrored), several hosts
 (--strategy=multi_worker_mirrored with TF_CONFIG set on each) or a TPU (--strategy=tpu --tpu=NAME). A run
@@ -13,7 +13,7 @@ import sys
 
 from absl import app, flags, logging
 
-from albert_tf import tf_startup
+from albert_tf import shipped, tf_startup
 from albert_tf.pretraining.settings import CHOICES, HELP, REQUIRED, PretrainingSettings
 
 FLAGS = flags.FLAGS
@@ -34,9 +34,8 @@ def main(argv):
     from albert_tf.pretraining.run import TrainingError, run
 
     fields = [field.name for field in dataclasses.fields(PretrainingSettings)]
-    settings = PretrainingSettings(**{name: FLAGS[name].value for name in fields})
     try:
-        run(settings)
+        run(PretrainingSettings(**{name: shipped.resolve(name, FLAGS[name].value) for name in fields}))
     except (ValueError, FileNotFoundError, TrainingError) as error:
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
@@ -44,4 +43,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, argv=shipped.expand_recipe_names(sys.argv, "run_pretraining"))

@@ -1,6 +1,6 @@
 """Fine-tunes ALBERT for SQuAD v1.1 or v2.0 question answering.
 
-    python -m albert_tf.run_squad --flagfile=configs/finetune/squad-v1.1.flags \
+    python -m albert_tf.run_squad --flagfile=squad-v1.1 \
         --train_file=train-v1.1.json --predict_file=dev-v1.1.json \
         --model_dir=models/albert_base --output_dir=runs/squad
 
@@ -10,9 +10,11 @@ Writes to --output_dir a model directory with the best evaluation's span labeler
 See albert_tf/finetuning/span.py.
 """
 
+import sys
+
 from absl import app, flags
 
-from albert_tf import tf_startup
+from albert_tf import shipped, tf_startup
 from albert_tf.finetuning import command_line
 
 FLAGS = flags.FLAGS
@@ -39,4 +41,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, argv=shipped.expand_recipe_names(sys.argv, "run_squad"))

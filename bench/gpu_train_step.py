@@ -1,6 +1,7 @@
 r"""Pretraining-step throughput and MFU of AlbertPretrainer on a GPU: float32 and mixed precision, with XLA.
 
-    python bench/gpu_train_step.py --config=configs/albert_base.json --batch_size=64 --seq_length=512
+    python bench/gpu_train_step.py --config=albert_tf/configs/albert_base.json --batch_size=64 \
+        --seq_length=512
     KERAS_BACKEND=jax python bench/gpu_train_step.py ...   # where TensorFlow is not installed
 
 The model code (albert_tf.layers, albert_tf.models) uses keras and keras.ops only, so the same layers run
@@ -74,7 +75,7 @@ def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--config", default="configs/albert_base.json")
+    parser.add_argument("--config", default="albert_tf/configs/albert_base.json")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--seq_length", type=int, default=512)
     parser.add_argument("--predictions", type=int, default=20)

@@ -2,7 +2,7 @@ r"""A model directory written for Hugging Face (`convert_checkpoint --target=hf`
 does it compute what our model computes?
 
     pip install torch transformers        # not in the test extra: CI does not need them
-    python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags   # or any model directory
+    python -m albert_tf.run_pretraining --flagfile=tiny   # or any model directory
     python bench/hf_parity.py --model_dir=runs/tiny
 
 Converts --model_dir with `albert_tf.checkpoints.convert.to_hf` into a temporary directory, loads it with

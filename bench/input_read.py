@@ -3,7 +3,7 @@
     python bench/input_read.py                  # 400 steps of 32 on the sample records, P = 1, 2, 4
     python bench/input_read.py --steps=1000 --pipelines=1,2,4
 
-The quick start's records (data/sample/records: 10,325 training records of 64 tokens in 4 GZIP shards,
+The quick start's records (albert_tf/sample/records: 10,325 training records of 64 tokens in 4 GZIP shards,
 1.22 MB, with their manifest; 6,317 records of 128 tokens, 1.26 MB, until 2026-11-28), global batch 32: 4
 lanes of one shard each. For each pipeline count P, every pipeline i of P is iterated for `steps` steps and
 the bytes it read are counted by the kernel (/proc/self/io `rchar`, before
@@ -24,7 +24,7 @@ from machine import describe
 import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MANIFEST = os.path.join(ROOT, "data", "sample", "records", "train.manifest.json")
+MANIFEST = os.path.join(ROOT, "albert_tf", "sample", "records", "train.manifest.json")
 BATCH = 32
 
 

@@ -5,7 +5,7 @@ r"""Raw text → model inputs in TensorFlow ops: our in-graph tokenizer against 
     python bench/preprocessing.py --rounds=1  # a quick look
 
 Both turn sentence pairs of the sample corpus into `[CLS] A [SEP] B [SEP]` rows of 128 ids with the sample
-SentencePiece model (data/sample/spm_8k.model): ours is `InGraphTokenizer.tokenize` then
+SentencePiece model (albert_tf/sample/spm_8k.model): ours is `InGraphTokenizer.tokenize` then
 `pack(seq_length=128)` (the original's normalization and digit-comma rule first, as exported models and
 fine-tuning run it),
 keras-hub's is `AlbertTextClassifierPreprocessor(sequence_length=128)` (SentencePiece and its

@@ -45,7 +45,7 @@ def ours(records, batch_size, output_dir, mixed_precision, jit_compile):
     from albert_tf.pretraining.settings import PretrainingSettings
 
     settings = PretrainingSettings(
-        albert_config_file=os.path.join(ROOT, "configs", "albert_base.json"),
+        albert_config_file=os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"),
         input_file=records,
         output_dir=output_dir,
         max_seq_length=SEQ,
@@ -68,7 +68,7 @@ def keras_hub_peer(records, batch_size, jit_compile="auto"):
     from albert_tf.config import AlbertConfig
     from albert_tf.pretraining.dataset import pretraining_dataset
 
-    config = AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
+    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
     backbone = keras_hub.models.AlbertBackbone(
         vocabulary_size=config.vocab_size,
         num_layers=config.num_hidden_layers,

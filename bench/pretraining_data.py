@@ -23,6 +23,7 @@ import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
+SPM = REPO / "albert_tf" / "sample" / "spm_8k.model"
 PREVIOUS = "6543acc9d224"  # the last commit with the streaming builder
 MOVED = {
     "albert_tf.data.pretraining_instances": "albert_tf.pretraining.data.instances",
@@ -114,7 +115,7 @@ def main():
                 out = directory / f"{runner}-{scale}"
                 result = subprocess.run(
                     [sys.executable, "-c", _RUN, runner, str(corpus), str(out), str(args.seq),
-                     str(args.workers), str(args.dupe_factor), str(args.shards), str(SAMPLE / "spm_8k.model"),
+                     str(args.workers), str(args.dupe_factor), str(args.shards), str(SPM),
                      str(previous)],
                     check=True, capture_output=True, text=True, cwd=REPO,
                 )  # fmt: skip

@@ -48,13 +48,13 @@ SEEDS = (1, 2, 3)
 # held-out masked-LM accuracy than 5e-4 (bench/README.md); only the quick start's 1.5 MB sample at batch 32
 # collapses to the most frequent token at 1e-3. The shape was chosen on the held-out SOP records too: the
 # study's documents are short sections (about 11 sentences), and at 64 tokens the tiny model of
-# configs/albert_tiny.json (2 layers) steps 3.5x as fast as at 4 layers and 128 tokens, leaves chance on
+# albert_tiny (2 layers) steps 3.5x as fast as at 4 layers and 128 tokens, leaves chance on
 # sentence order within 2,000 steps (4 layers at 128 stayed at chance for 4,000) and passes 3x the most
 # frequent token on masked LM by 4,000 (bench/README.md, "Pretraining study").
 FULL = dict(
     corpus_mb=None,  # all of it
     vocab_size=8000,
-    num_hidden_layers=2,  # configs/albert_tiny.json's
+    num_hidden_layers=2,  # albert_tf/configs/albert_tiny.json's
     max_seq_length=64,
     max_predictions_per_seq=10,  # 15% of 64, rounded up, as the original's 20 for 128
     dupe_factor=2,
@@ -222,7 +222,7 @@ def build_records(work, corpus, spm, recipe):
 
 
 def write_config(work, recipe):
-    """The tiny ALBERT (configs/albert_tiny.json) with the study's vocabulary and depth."""
+    """The tiny ALBERT (albert_tf/configs/albert_tiny.json) with the study's vocabulary and depth."""
     with open(os.path.join(ROOT, "configs", "albert_tiny.json"), encoding="utf-8") as file:
         config = json.load(file)
     config["vocab_size"] = recipe["vocab_size"]

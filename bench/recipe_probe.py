@@ -42,7 +42,7 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--records", required=True)
-    parser.add_argument("--config", default="configs/albert_tiny.json")
+    parser.add_argument("--config", default="albert_tf/configs/albert_tiny.json")
     parser.add_argument("--set", default="", help="config changes: key=value,key=value")
     parser.add_argument("--optimizer", choices=("adamw", "lamb", "keras_adamw"), default="adamw")
     parser.add_argument("--learning_rate", type=float, default=5e-4)

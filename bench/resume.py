@@ -31,7 +31,7 @@ import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before Te
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "data", "sample", "sample_corpus.txt")
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 BATCH = 32
 
 

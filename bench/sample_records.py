@@ -1,5 +1,5 @@
-"""The sample corpus's pretraining records at another shape than the shipped ones (data/sample/records, 64
-tokens since 2026-11-28), built into a benchmark's scratch folder by data/sample/make_sample_records.py."""
+"""The sample corpus's pretraining records at another shape than the shipped ones (albert_tf/sample/records,
+64 tokens), built into a benchmark's scratch folder by data/sample/make_sample_records.py."""
 
 import os
 import subprocess

@@ -7,8 +7,8 @@ tokenizer + PyTorch `AlbertForSequenceClassification`, in one run.
     python bench/serving.py --iterations=3  # a quick look
 
 All get the same ALBERT-base architecture (random weights: speed does not depend on them), the sample
-SentencePiece model (data/sample/spm_8k.model), sentence pairs from the sample corpus, sequence length 128,
-on the CPU. Measured: batch-32 throughput (texts/s) and batch-1 latency (p50, and p99 of at least 100
+SentencePiece model (albert_tf/sample/spm_8k.model), sentence pairs from the sample corpus, sequence length
+128, on the CPU. Measured: batch-32 throughput (texts/s) and batch-1 latency (p50, and p99 of at least 100
 requests), text in, probabilities out, tokenization included. bfloat16 rows: our export with
 `precision="bfloat16"` (albert_tf/models/precision.py) and keras-hub's models built with dtype="bfloat16"; the
 CPU line says whether the machine computes bfloat16 natively (avx512_bf16, amx_bf16) or emulates it.
@@ -42,7 +42,7 @@ import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before Te
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
 
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 SEQ = 128
 LATENCY_REQUESTS = 100  # batch-1 requests timed per row: p99 is the 99th of 100
 
@@ -61,7 +61,7 @@ def sample_pairs(count):
 def base_config():
     from albert_tf.config import AlbertConfig
 
-    return AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
+    return AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
 
 
 def long_pairs(count):

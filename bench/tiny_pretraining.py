@@ -2,7 +2,7 @@
 
     python bench/tiny_pretraining.py --rounds=2 --steps=600
 
-Runs `python -m albert_tf.run_pretraining --flagfile=configs/pretrain/tiny.flags` whole, as a user does (with
+Runs `python -m albert_tf.run_pretraining --flagfile=tiny` whole, as a user does (with
 --num_train_steps=--steps and a progress line every 100 steps), for
 several settings in alternating rounds (so drift in the machine's speed hits each alike), and reads its
 progress lines. Steady state: the median examples/s of the progress windows after the first two (the first
@@ -12,7 +12,7 @@ checkpoints, evaluation and the model directory. Settings:
   landed: the quick start's flags before this benchmark (LAMB 0.005, batch 32 x 128 tokens, no XLA, 25
           steps per loop, the tiny config at 4 layers);
   xla:    the same with --jit_compile;
-  now:    configs/pretrain/tiny.flags as it is now;
+  now:    albert_tf/configs/pretrain/tiny.flags as it is now;
   four_layers: the same with the tiny config at 4 layers (at 128 tokens until 2026-11-27; its shared block run
           4 times a token instead of 2: the same parameters, twice the encoder's arithmetic);
   seq128: the same on records of 128 tokens with 20 predictions, as the quick start was until 2026-11-28
@@ -38,7 +38,7 @@ import sample_records  # bench/ is on sys.path: scripts run as python bench/NAME
 from machine import describe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
+# albert_tf/configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
 FOUR_LAYERS = "--albert_config_file={work}/albert_tiny_4_layers.json"
 # The sample's records at 128 tokens, as the quick start read them until 2026-11-28, built into {work}.
 SEQ_128 = [
@@ -46,7 +46,7 @@ SEQ_128 = [
     "--eval_input_file={work}/records_128/eval.manifest.json",
     "--max_seq_length=128", "--max_predictions_per_seq=20",
 ]  # fmt: skip
-# The quick start's flags before this benchmark (what the landed configs/pretrain/tiny.flags said).
+# The quick start's flags before this benchmark (what the landed albert_tf/configs/pretrain/tiny.flags said).
 LANDED = [
     *SEQ_128, FOUR_LAYERS, "--optimizer=lamb", "--learning_rate=0.005", "--train_batch_size=32",
     "--num_warmup_steps=30", "--nojit_compile", "--noonline_masking", "--steps_per_loop=25",
@@ -82,7 +82,7 @@ def measure(args, environment, steps, work):
         sys.executable,
         "-m",
         "albert_tf.run_pretraining",
-        "--flagfile=configs/pretrain/tiny.flags",
+        "--flagfile=tiny",
         f"--output_dir={output}",
         f"--num_train_steps={steps}",
         f"--save_checkpoints_steps={steps}",

@@ -1,6 +1,6 @@
 r"""Python tokenizer vs in-graph tokenizer: the same ids on every line of some text files?
 
-    python bench/tokenizer_parity.py --spm_model_file=data/sample/spm_8k.model \
+    python bench/tokenizer_parity.py --spm_model_file=albert_tf/sample/spm_8k.model \
         --input=data/sample/sample_corpus.txt
 
 `albert_tf.text.tokenizer.AlbertTokenizer` segments with the `sentencepiece` package, `InGraphTokenizer`

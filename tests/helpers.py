@@ -3,6 +3,8 @@
 import json
 import os
 import pathlib
+import shutil
+import site
 import socket
 import subprocess
 import sys
@@ -54,7 +56,7 @@ def encoder_inputs(features):
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
-SAMPLE_SPM = REPO / "data" / "sample" / "spm_8k.model"
+SAMPLE_SPM = REPO / "albert_tf" / "sample" / "spm_8k.model"
 
 
 def small_spm(folder, vocab_size=90):
@@ -140,3 +142,51 @@ def assert_same_values(actual, expected, rel, abs, where=""):
         assert actual == pytest.approx(expected, rel=rel, abs=abs), where
     else:
         assert actual == expected, where
+
+
+# What setup.py needs to build the wheel; copied out so that the build writes nothing into the checkout.
+WHEEL_INPUTS = ("setup.py", "pyproject.toml", "README.md", "albert_tf")
+
+
+def run_checked(command, cwd, timeout=600, returncode=0):
+    """subprocess.run without PYTHONPATH, asserting the return code; the CompletedProcess (text)."""
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+    output = f"{command}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == returncode, output
+    return result
+
+
+def install_wheel(root):
+    """The package as a user gets it: its wheel built and installed into a fresh virtual environment under
+    root. Returns (that environment's interpreter, an empty folder root/work to run it in).
+
+    The dependencies (TensorFlow and the rest) come from this interpreter's site-packages, without network:
+    a .pth file lists those folders after the environment's own. Not `--system-site-packages`, which would
+    also run their .pth files, among them the hook of an editable install of albert_tf (`pip install -e .`,
+    as CI installs it) that serves from the checkout whatever the wheel lacks.
+    """
+    root = pathlib.Path(root)
+    source = root / "source"
+    source.mkdir()
+    for name in WHEEL_INPUTS:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(REPO / name, source / name)
+    run_checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", ".",
+                 "-w", str(root / "dist")], cwd=source)  # fmt: skip
+    (wheel,) = (root / "dist").glob("albert_tf-*.whl")
+    run_checked([sys.executable, "-m", "venv", str(root / "venv")], cwd=root)
+    python = root / "venv" / "bin" / "python"
+    own = run_checked([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root)
+    dependencies = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    pathlib.Path(own.stdout.strip(), "dependencies.pth").write_text(
+        "".join(f"{folder}\n" for folder in dependencies if os.path.isdir(folder))
+    )
+    run_checked([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], root)
+    work = root / "work"
+    work.mkdir()
+    return python, work

@@ -6,7 +6,7 @@ import pytest
 from albert_tf.config import IGNORED_KEYS, AlbertConfig
 from tests.helpers import tiny_config
 
-CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs")
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "albert_tf", "configs")
 SHIPPED = (
     "albert_base",
     "albert_large",

@@ -119,12 +119,12 @@ def test_output_folders_are_made_and_removed_again_when_the_command_fails(ram, t
 def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a stray local write (e.g. os.makedirs("ram://...")) would land here
     config = file_io.join(ram, "albert_config.json")
-    file_io.copy(str(REPO / "configs" / "albert_tiny.json"), config)
+    file_io.copy(str(REPO / "albert_tf" / "configs" / "albert_tiny.json"), config)
     spm = file_io.join(ram, "spm.model")
-    file_io.copy(str(REPO / "data" / "sample" / "spm_8k.model"), spm)
+    file_io.copy(str(REPO / "albert_tf" / "sample" / "spm_8k.model"), spm)
     # Inputs remote too: the sample's records and manifests (shard names relative to it), the task's CSVs.
     records = file_io.join(ram, "records")
-    for path in (REPO / "data" / "sample" / "records").iterdir():
+    for path in (REPO / "albert_tf" / "sample" / "records").iterdir():
         file_io.copy(str(path), file_io.join(records, path.name))
     topics = file_io.join(ram, "doc_topics")
     for name in ("train.csv", "dev.csv"):

@@ -42,7 +42,7 @@ TABLE_1 = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TABLE_1))
 def test_table_1(name):
-    config = AlbertConfig.from_json_file(os.path.join(ROOT, "configs", f"{name}.json"))
+    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", f"{name}.json"))
     millions, copies = TABLE_1[name]
     parameters = summarize(config)["parameters"]
     assert parameters == closed_form(config, copies, copies)
@@ -69,7 +69,7 @@ TABLES_3_AND_4 = [
 @pytest.mark.slow
 @pytest.mark.parametrize("embedding_size, sharing, millions", TABLES_3_AND_4)
 def test_tables_3_and_4(embedding_size, sharing, millions):
-    base = AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
+    base = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
     config = base.replace(embedding_size=embedding_size, sharing=sharing)
     copies = {"all": (1, 1), "none": (12, 12), "attention": (1, 12), "ffn": (12, 1)}[sharing]
     parameters = summarize(config)["parameters"]
@@ -86,7 +86,7 @@ def run_cli(*args):
 @pytest.mark.slow
 def test_cli_json_and_table():
     result = run_cli(
-        "--albert_config_file=configs/albert_base.json",
+        "--albert_config_file=albert_base",
         "--sharing=attention",
         "--embedding_size=256",
         "--json",
@@ -95,13 +95,13 @@ def test_cli_json_and_table():
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1
     summary = json.loads(lines[0])
-    config = AlbertConfig.from_json_file(os.path.join(ROOT, "configs", "albert_base.json"))
+    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
     assert summary["parameters"] == closed_form(config.replace(embedding_size=256), 1, 12)
     assert (
         summary["total"] == summary["parameters"] + summary["masked_lm_head"] + summary["sentence_order_head"]
     )
 
-    table = run_cli("--albert_config_file=configs/albert_tiny.json")
+    table = run_cli("--albert_config_file=albert_tiny")
     assert table.returncode == 0, table.stderr
     assert "transformer blocks (distinct)" in table.stdout and "encoder" in table.stdout
 
@@ -110,7 +110,9 @@ def test_cli_json_and_table():
 def test_cli_errors_name_the_problem(tmp_path):
     missing = run_cli("--albert_config_file=configs/nope.json")
     assert missing.returncode != 0 and "configs/nope.json: no such config file" in missing.stderr
-    bad = run_cli("--albert_config_file=configs/albert_base.json", "--embedding_size=0")
+    unknown = run_cli("--albert_config_file=albert_huge")
+    assert unknown.returncode != 0 and "not a shipped config (albert_base, albert_large" in unknown.stderr
+    bad = run_cli("--albert_config_file=albert_base", "--embedding_size=0")
     assert bad.returncode != 0 and "embedding_size=0 must be a positive integer" in bad.stderr
     no_flag = run_cli()
     assert no_flag.returncode != 0 and "albert_config_file" in no_flag.stderr

@@ -1,6 +1,7 @@
-"""README.md and BUILD.md, executed: their shell blocks run as written, in order, in a fresh copy of the
-repository, as a new user would copy them (README first, then BUILD.md, in the same folder); the Quick tour's
-Python prints what the README shows; BUILD.md lists what setup.py installs.
+"""The guide and reference pages, executed: the shell blocks of README.md, BUILD.md and docs/ run as
+written, in order, in one fresh copy of the repository, as a new user would copy them (the README's walk
+first, then the pages that build on its outputs); the README's Python prints what it shows; BUILD.md lists
+what setup.py installs.
 
 A block is skipped only when the line before it says why: `<!-- not run: REASON -->` (it needs a GPU, network,
 a download, or it installs packages). Where a command would take long, or asks more of the bundled sample
@@ -21,7 +22,17 @@ import pytest
 
 from tests.helpers import REPO
 
-DOCUMENTS = ("README.md", "BUILD.md")
+# In the order CI runs their blocks, in one folder: the README's walk first, then what builds on it.
+DOC_PAGES = (
+    "docs/data.md",
+    "docs/pretraining.md",
+    "docs/finetuning.md",
+    "docs/serving.md",
+    "docs/checkpoints.md",
+    "docs/performance.md",
+    "docs/contributing.md",
+)
+DOCUMENTS = ("README.md", "BUILD.md", *DOC_PAGES)
 FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w-]*)\s*$")
 NOT_RUN = re.compile(r"^\s*<!-- not run: (?P<reason>\S.*\S) -->\s*$")
 SHELL = {"bash", "sh", "shell", "console"}
@@ -29,22 +40,18 @@ SHELL = {"bash", "sh", "shell", "console"}
 # seconds on the sample; each document must say so in its text, with these words.
 APPENDED = {
     "README.md": {
-        "albert_tf.train_tokenizer": "--vocab_size=8000",
-        "albert_tf.run_pretraining --flagfile=configs/pretrain/base.flags": (
-            "--albert_config_file=configs/albert_tiny.json --train_batch_size=8 --num_train_steps=2 "
-            "--num_warmup_steps=1 --max_eval_steps=1"
+        "albert_tf.run_pretraining --flagfile=tiny --input_file=records/train.manifest.json": (
+            "--num_train_steps=4 --num_warmup_steps=1 --max_eval_steps=1"
         ),
         "albert_tf.run_classifier --task_name=text": "--train_step=2 --warmup_step=1",
     },
-    "BUILD.md": {},
 }
 # The commands of the README's walk: run, not opted out (corpus → tokenizer → records → pretraining →
-# fine-tuning → export, and the conversion to Hugging Face).
+# fine-tuning → export).
 WALK = (
     "albert_tf.train_tokenizer",
     "albert_tf.create_pretraining_data",
-    "albert_tf.run_pretraining",
-    "albert_tf.convert_checkpoint --target=hf",
+    "albert_tf.run_pretraining --flagfile=tiny",
     "albert_tf.run_classifier",
     "albert_tf.export_saved_model",
 )
@@ -61,7 +68,7 @@ NOT_COPIED = shutil.ignore_patterns(
     ".whl",
     ".venv",
 )
-OUTPUTS = {"build", "dist", "runs", "corpus", "heldout", "spm", "records", "models", "hf", "albert.keras"}
+OUTPUTS = {"build", "dist", "runs", "corpus", "heldout", "spm", "records", "records_beam", "models", "hf"}
 
 
 def _not_copied(folder, names):
@@ -123,7 +130,7 @@ def with_appended_flags(block, used):
     """The block's text with APPENDED's flags after each command they are for; adds the keys used to used."""
     lines = []
     for command in commands(block.text):
-        for key, flags in APPENDED[block.document].items():
+        for key, flags in APPENDED.get(block.document, {}).items():
             if _normalized(command).startswith(f"python -m {key}"):
                 command += f" {flags}"
                 used.add(key)
@@ -152,6 +159,7 @@ def fresh_copy(tmp_path_factory):
 
 
 def test_every_block_not_run_says_why_and_the_walk_is_run():
+    assert {str(path.relative_to(REPO)) for path in (REPO / "docs").glob("*.md")} == set(DOC_PAGES)
     for document in DOCUMENTS:
         lines = (REPO / document).read_text(encoding="utf-8").splitlines()
         markers = [n for n, line in enumerate(lines, 1) if re.match(r"\s*<!--.*not run", line)]
@@ -168,7 +176,7 @@ def test_every_block_not_run_says_why_and_the_walk_is_run():
 
 
 @pytest.mark.slow
-def test_shell_blocks_of_the_readme_then_build_md_run_as_written_in_a_fresh_copy(fresh_copy):
+def test_shell_blocks_of_the_readme_build_md_and_docs_run_as_written_in_a_fresh_copy(fresh_copy):
     work, environment = fresh_copy
     used, ran = set(), []
     for document in DOCUMENTS:
@@ -188,9 +196,9 @@ def test_shell_blocks_of_the_readme_then_build_md_run_as_written_in_a_fresh_copy
     assert used == every_key, used  # every command that CI shortens was found
     # The walk's outputs, each where the next command read it.
     for path in ("spm/albert.model", "records/train.manifest.json", "records/eval.manifest.json",
-                 "runs/albert_base/pretrainer.weights.h5", "runs/albert_base/eval_results.json",
-                 "hf/albert_base/model.safetensors", "runs/doc_topics/task_model.keras",
-                 "models/doc_topics/1/saved_model.pb"):  # fmt: skip
+                 "runs/my_albert/pretrainer.weights.h5", "runs/my_albert/eval_results.json",
+                 "runs/doc_topics/task_model.keras", "models/doc_topics/1/saved_model.pb",
+                 "records_beam/train.manifest.json", "hf/my_albert/model.safetensors"):  # fmt: skip
         assert (work / path).is_file(), (path, ran)
 
 
@@ -216,8 +224,8 @@ for statement in ast.parse(source).body:
 @pytest.mark.slow
 def test_python_blocks_print_what_the_readme_shows(fresh_copy):
     work, environment = fresh_copy
-    python_blocks = [block for block in blocks("README.md") if block.language == "python"]
-    assert python_blocks and not any(block.not_run for block in python_blocks)
+    python_blocks = [b for b in blocks("README.md") if b.language == "python" and not b.not_run]
+    assert python_blocks
     for block in python_blocks:
         assert any(line.startswith("# (") for line in block.text.splitlines())  # it shows a value
         result = subprocess.run(

@@ -30,7 +30,7 @@ def run(args, **env):
     return result
 
 
-SUMMARY = ["-m", "albert_tf.model_summary", "--albert_config_file=configs/albert_tiny.json"]
+SUMMARY = ["-m", "albert_tf.model_summary", "--albert_config_file=albert_tiny"]
 
 
 def test_a_command_prints_no_start_up_notices():

@@ -41,7 +41,7 @@ class AlbertEncoder(keras.Model):
         encoder_outputs: list of `num_hidden_layers` float [batch, seq, H], each layer's output.
 
     Example:
-        >>> encoder = AlbertEncoder(AlbertConfig.from_json_file("configs/albert_tiny.json"))
+        >>> encoder = AlbertEncoder(AlbertConfig.from_json_file("albert_tf/configs/albert_tiny.json"))
         >>> ids = keras.ops.ones((2, 7), "int32")
         >>> out = encoder({"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids})
         >>> out["pooled_output"].shape

@@ -28,7 +28,7 @@ class AlbertPretrainer(HeadModel):
         sop_logits: float32 [batch, 2].
 
     Example:
-        >>> config = AlbertConfig.from_json_file("configs/albert_tiny.json")
+        >>> config = AlbertConfig.from_json_file("albert_tf/configs/albert_tiny.json")
         >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
         >>> ids = keras.ops.ones((2, 7), "int32")
         >>> features = {"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids}

@@ -74,13 +74,16 @@ class PretrainingSettings:
 
 
 HELP = {
-    "albert_config_file": "The model's albert_config.json (configs/albert_*.json).",
+    "albert_config_file": "The model's albert_config.json, or a shipped config's name (albert_tiny, "
+    "albert_base, albert_large, albert_xlarge, albert_xxlarge, bert_base, bert_large).",
     "input_file": "Training records: a build's manifest (*.manifest.json: each worker reads only its shards, "
     "each epoch in its own order; a resumed run passes over at most one shard per lane, by record headers "
-    "when uncompressed) or comma-separated TFRecord globs (resuming reads the consumed records again).",
+    "when uncompressed) or comma-separated TFRecord globs (resuming reads the consumed records again); "
+    "`sample`: the shipped sample's.",
     "output_dir": "Model directory, checkpoints, summaries and results go here (local or gs://...).",
-    "eval_input_file": "Held-out records (a manifest or globs) for evaluation.",
-    "spm_model_file": "SentencePiece model, copied into the model directory.",
+    "eval_input_file": "Held-out records (a manifest or globs) for evaluation; `sample`: the shipped "
+    "sample's.",
+    "spm_model_file": "SentencePiece model, copied into the model directory; `sample`: the shipped sample's.",
     "init_checkpoint": "Weights to start from: a model directory, an original TF1 release (directory or "
     "checkpoint prefix) or a Hugging Face directory (converted in memory).",
     "do_train": "Train (else evaluate the latest checkpoint in --output_dir, or --init_checkpoint).",

@@ -52,8 +52,9 @@ TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
 CPU = "/device:CPU:0"
-# Rows per sub-batch (sub_batches.py): 4 to 16 gave the same throughput with ALBERT-base on a 2-core CPU,
-# 1.6-1.8x that of whole batches (0), bench/serving.py; a GPU server may prefer 0.
+# Rows per sub-batch (sub_batches.py): on a CPU, sub-batches of a length-sorted request pad less than the
+# whole batch and serve more texts/s, and the size matters little near 8 (bench/serving.py measures it); a
+# GPU server may prefer 0 (the whole batch at once).
 SUB_BATCH_SIZE = 8
 # The model outputs each task serves from token ids (span v2.0 models add answerable_logits), and those with
 # a value per token.
@@ -359,8 +360,8 @@ def export_saved_model(
       precision: "float32", or "bfloat16": matrix products and attention in bfloat16 with LayerNorm
         statistics, the softmax and every logit in float32, weights stored in bfloat16 (the logit heads' in
         float32); outputs stay float32 (albert_tf/models/precision.py). For CPUs with native bfloat16
-        (AVX512_BF16, AMX) and GPUs; elsewhere it is slower than float32 (0.82x measured on AVX2, 0.28x on
-        AVX-512 without BF16, bench/README.md).
+        (avx512_bf16 or amx_bf16 in /proc/cpuinfo) and GPUs; elsewhere it is slower than float32
+        (bench/README.md has the measurements).
 
     Returns:
       export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the

@@ -15,8 +15,8 @@ from albert_tf.text import normalization
 from albert_tf.text.tokenizer import CLS, SEP, SPECIAL_IDS, UNK, load_sentencepiece
 
 # The tokenizer's public methods (and all they call) are straight-line TensorFlow ops whose Python branches
-# test Python values, so autograph's conversion would give the same graph: skipping it saved 1.8 s of the
-# first trace in a process (2026-11-27).
+# test Python values, so autograph's conversion would give the same graph: skipping it makes the first trace
+# in a process faster.
 _plain_ops = tf.autograph.experimental.do_not_convert
 
 

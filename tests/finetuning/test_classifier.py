@@ -13,7 +13,7 @@ from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 
 
 @pytest.fixture(scope="module")

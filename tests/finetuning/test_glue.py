@@ -6,7 +6,7 @@ import pytest
 from albert_tf.finetuning import glue
 from albert_tf.text.tokenizer import AlbertTokenizer
 
-SPM = "data/sample/spm_8k.model"
+SPM = "albert_tf/sample/spm_8k.model"
 
 # Rows in the official layouts (GLUE 1.0 files; texts shortened).
 FILES = {

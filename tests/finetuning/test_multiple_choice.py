@@ -9,7 +9,7 @@ from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 
 
 def test_run_race_trains_evaluates_and_predicts(tmp_path):

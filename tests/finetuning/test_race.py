@@ -8,7 +8,7 @@ import pytest
 from albert_tf.finetuning import race
 from albert_tf.text.tokenizer import AlbertTokenizer
 
-SPM = "data/sample/spm_8k.model"
+SPM = "albert_tf/sample/spm_8k.model"
 RECORD = {
     "id": "high1.txt",
     "article": "Tom went to the market. He bought apples.",

@@ -14,7 +14,7 @@ from albert_tf.serving.servable import Servable
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 COLOURS = ("red", "green", "blue", "yellow", "black", "white", "orange", "purple")
 
 

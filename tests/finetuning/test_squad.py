@@ -12,7 +12,7 @@ from albert_tf.finetuning.glue import DataError
 from albert_tf.text.tokenizer import AlbertTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
 
-SPM = "data/sample/spm_8k.model"
+SPM = "albert_tf/sample/spm_8k.model"
 
 
 def test_round_trip_gives_the_same_outputs(tmp_path):

@@ -85,7 +85,7 @@ def _task(name, config):
 # Under mixed_bfloat16 only: XLA in float32 compiles the same graph without its casts, and float32 fits with
 # XLA in tests/models/test_keras_contract.py (test_fit_lowers_the_loss[True]) and pretraining's
 # test_xla_gives_the_same_weights_and_evaluation. Each case costs four XLA compilations (fit, evaluate,
-# predict, the reloaded model's predict): 28-42 s of one worker on a 2-core AVX2 EPYC.
+# predict, the reloaded model's predict), so float32 is not repeated here.
 @pytest.mark.parametrize("name", ["classifier", "span", "multiple_choice"])
 def test_fit_evaluate_predict_with_xla_and_mixed_precision(name, tmp_path):
     keras.config.set_dtype_policy("mixed_bfloat16")

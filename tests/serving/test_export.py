@@ -44,7 +44,7 @@ from tests.helpers import tiny_config
 from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPM = os.path.join(ROOT, "data", "sample", "spm_8k.model")
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 SEQ = 16
 SPAN = span_decoding.SpanSettings(max_seq_length=40, doc_stride=7, max_query_length=6, n_best_size=5,
                                   max_answer_length=4)  # fmt: skip
@@ -838,9 +838,9 @@ def onednn_computes_bfloat16():
 def test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each(exports, tmp_path, name):
     """TensorFlow's CPU graph optimizer (Grappler's remapper) fuses MatMul -> BiasAdd -> tanh GELU into one
     oneDNN kernel when the three stand as FeedForwardBlock writes them (on rows, the GELU as the Dense
-    layer's activation): 1.3x the served texts/s on an AMX Xeon (bench/README.md, "On an Intel Xeon with
-    AMX"). The graph the C++ loader's session runs, after Grappler, holds one such kernel per layer, and no
-    Tanh or Pow left over; for the bfloat16 export, only where oneDNN computes bfloat16 on this CPU."""
+    layer's activation), which serves more texts/s (bench/serving.py measures it). The graph the C++
+    loader's session runs, after Grappler, holds one such kernel per layer, and no Tanh or Pow left over;
+    for the bfloat16 export, only where oneDNN computes bfloat16 on this CPU."""
     _, models, paths, _ = exports
     result = subprocess.run(
         [sys.executable, "-c", SERVED_GRAPH, paths[name], str(tmp_path)], capture_output=True, text=True
@@ -853,7 +853,7 @@ def test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each(expo
     fused = [node.attr["fused_ops"].list.s for node in nodes if node.op == "_FusedMatMul"]
     layers = models[name].encoder.config.num_hidden_layers
     if name.endswith("bfloat16") and not onednn_computes_bfloat16():
-        # An AVX2 CPU: nothing fuses a bfloat16 product (it serves at 0.82x float32, bench/README.md).
+        # A CPU without native bfloat16: oneDNN fuses no bfloat16 product (and serves it slower than float32).
         assert fused.count([b"BiasAdd", b"GeluApproximate"]) == 0, fused
         return
     assert fused.count([b"BiasAdd", b"GeluApproximate"]) == layers, fused
