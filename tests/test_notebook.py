@@ -18,6 +18,9 @@ NOTEBOOK = ROOT / "notebooks" / "finetune_text_classification.ipynb"
 def test_notebook_fine_tunes_exports_and_beats_random_init(tmp_path, monkeypatch):
     work = tmp_path
     monkeypatch.setenv("ALBERT_TF_WORK", str(work))  # the kernel inherits it: models and exports go there
+    # Under pytest ipykernel leaves the kernel's own stderr (where TensorFlow's C++ notices go) out of the
+    # cells' outputs; without this variable it shows it there, as Jupyter does for a user.
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(cell.get("outputs") for cell in notebook.cells), "commit the notebook without outputs"
     client = nbclient.NotebookClient(

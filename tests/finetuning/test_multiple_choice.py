@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import tiny_config
 
@@ -12,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 
 
+@pytest.mark.slow
 def test_run_race_trains_evaluates_and_predicts(tmp_path):
     model_dir.save_model_dir(
         AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), tmp_path / "model", SPM

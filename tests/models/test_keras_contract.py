@@ -68,6 +68,7 @@ def compile_for_fit(model, **kwargs):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_fit_lowers_the_loss(jit_compile):
     pretrainer = pretrainer_for(num_hidden_layers=2)
@@ -84,6 +85,7 @@ def test_xla_predictions_equal_eager():
     np.testing.assert_allclose(compiled["mlm_logits"], pretrainer(features)["mlm_logits"], atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy, tolerance", [("mixed_bfloat16", 0.15), ("mixed_float16", 0.02)])
 def test_mixed_precision(policy, tolerance):
     reference = pretrainer_for()

@@ -86,6 +86,7 @@ def _task(name, config):
 # XLA in tests/models/test_keras_contract.py (test_fit_lowers_the_loss[True]) and pretraining's
 # test_xla_gives_the_same_weights_and_evaluation. Each case costs four XLA compilations (fit, evaluate,
 # predict, the reloaded model's predict), so float32 is not repeated here.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["classifier", "span", "multiple_choice"])
 def test_fit_evaluate_predict_with_xla_and_mixed_precision(name, tmp_path):
     keras.config.set_dtype_policy("mixed_bfloat16")

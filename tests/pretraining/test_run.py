@@ -233,6 +233,7 @@ def _trained_mlm_losses(run_settings):
     return before, run_.evaluate()["masked_lm_loss"], run_
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])
 def test_mixed_precision_trains_like_float32(data, tmp_path, precision):
     before, full, _ = _trained_mlm_losses(
@@ -259,6 +260,7 @@ def test_online_masking_trains_on_records_without_stored_masks(tmp_path):
     assert after < before - 0.1, (before, after)
 
 
+@pytest.mark.slow
 def test_xla_gives_the_same_weights_and_evaluation(data, tmp_path):
     """--jit_compile compiles the training step and the evaluation step."""
     graph = run(exact_settings(data, tmp_path / "eager", eval_input_file=data["eval"]))
@@ -313,6 +315,7 @@ def write_tf1_release(pretrainer, folder):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(data, tmp_path):
     run(settings(data, tmp_path / "first", eval_input_file=None))
     trained = model_dir.load_pretrainer(str(tmp_path / "first"))
@@ -349,6 +352,7 @@ def event_steps(folder):
     return {tag: sorted(found) for tag, found in steps.items()}
 
 
+@pytest.mark.slow
 def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_checkpoint_and_its_step(
     data, tmp_path
 ):

@@ -114,6 +114,7 @@ def _median_spread(keys):
     return statistics.median(spreads)
 
 
+@pytest.mark.slow
 def test_copies_of_a_passage_spread_like_a_random_permutation(tmp_path):
     """The output is a global shuffle: on a corpus of many work units (16 files), the copies of a passage
     (dupe_factor 4) lie as far apart as under a random permutation of the same records."""
