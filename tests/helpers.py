@@ -102,17 +102,24 @@ def free_ports(count):
     return ports
 
 
-def run_on_two_workers(module, worker_args):
-    """`python -m module` as the two workers of a loopback cluster (TF_CONFIG, as MultiWorkerMirroredStrategy
-    reads it), worker i with the flags worker_args[i]; both must exit 0.
+def run_on_two_workers(module, worker_args, chief=False):
+    """`python -m module` as the two tasks of a loopback cluster (TF_CONFIG, as MultiWorkerMirroredStrategy
+    reads it), task i with the flags worker_args[i]; both must exit 0. The tasks are workers 0 and 1, or with
+    `chief` a `chief` task and worker 0 (the layout of Vertex AI, Kubeflow's TFJob and SageMaker).
 
     Returns:
-      each worker's output (stdout and stderr together).
+      each task's output (stdout and stderr together).
     """
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    if chief:
+        cluster = {"chief": addresses[:1], "worker": addresses[1:]}
+        tasks = [{"type": "chief", "index": 0}, {"type": "worker", "index": 0}]
+    else:
+        cluster = {"worker": addresses}
+        tasks = [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}]
     processes = []
-    for index, args in enumerate(worker_args):
-        config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+    for task, args in zip(tasks, worker_args, strict=True):
+        config = json.dumps({"cluster": cluster, "task": task})
         processes.append(subprocess.Popen(
             [sys.executable, "-m", module, *args], cwd=REPO, env={**os.environ, "TF_CONFIG": config},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

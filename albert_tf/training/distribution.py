@@ -39,11 +39,18 @@ def set_precision(name):
 
 
 def is_chief(strategy):
-    """Whether this process writes the run's outputs (the only process, or worker 0 / the chief)."""
+    """Whether this process writes the run's outputs: the only process, or the cluster's chief.
+
+    The chief is TF_CONFIG's `chief` task when the cluster has one (as Vertex AI, Kubeflow's TFJob and
+    SageMaker lay clusters out), else worker 0: TensorFlow's own rule (multi_worker_util.is_chief). Any other
+    task (a worker beside a chief, an evaluator) is not.
+    """
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not resolver.task_type:
         return True
-    return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0)
+    if "chief" in resolver.cluster_spec().jobs:
+        return resolver.task_type == "chief"
+    return resolver.task_type == "worker" and resolver.task_id == 0
 
 
 def task_id(strategy):

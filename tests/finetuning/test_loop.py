@@ -243,16 +243,18 @@ def test_float16_on_two_devices_matches_one_device(data, tmp_path):
 
 
 @pytest.mark.slow
-def test_classifier_on_two_workers_matches_one_process(data, tmp_path, capsys):
+@pytest.mark.parametrize("layout", ["two workers", "chief and worker"])
+def test_classifier_on_two_workers_matches_one_process(layout, data, tmp_path, capsys):
     one = classifier_settings(data, tmp_path / "one")
     classifier.run(one)
-    # Worker 1 is told another output directory: it must write nothing at all.
+    # The task that is not the chief (worker 1, or worker 0 beside a `chief` task) is told another output
+    # directory: it must write nothing at all.
     args = [
         flags_of(one, output_dir=tmp_path / name, strategy="multi_worker_mirrored")
-        for name in ("two", "worker-1")
+        for name in ("two", "not-the-chief")
     ]
-    outputs = run_on_two_workers("albert_tf.run_classifier", args)
-    assert not (tmp_path / "worker-1").exists()
+    outputs = run_on_two_workers("albert_tf.run_classifier", args, chief=layout == "chief and worker")
+    assert not (tmp_path / "not-the-chief").exists()
     assert "run_classifier: step 6/6" in outputs[0] and "run_classifier: step" not in outputs[1]
     assert_same_run(tmp_path / "one", tmp_path / "two", [], [capsys.readouterr().err, outputs[0]])
 

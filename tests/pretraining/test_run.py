@@ -490,3 +490,26 @@ def test_multi_worker_on_loopback_matches_one_process(data, tmp_path):
     # Evaluation reads every held-out record once across the workers, as the single process does.
     one, two = (json.loads((tmp_path / name / "eval_results.json").read_text()) for name in ("one", "two"))
     assert one == pytest.approx(two, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_writes(data, tmp_path):
+    # The cluster of Vertex AI, Kubeflow's TFJob and SageMaker: a `chief` task beside worker 0, each told its
+    # own --output_dir. The chief writes the run; worker 0 writes no model directory, results or summaries.
+    base = dataclasses.replace(
+        exact_settings(data, tmp_path / "one"),
+        input_file=data["train"].split(",")[0],
+        shuffle_buffer_size=1,
+        eval_input_file=data["eval"],
+    )
+    run_module(flags_of(base))
+    chief, worker = (
+        flags_of(dataclasses.replace(base, output_dir=str(tmp_path / name), strategy="multi_worker_mirrored"))
+        for name in ("chief", "worker")
+    )
+    outputs = run_on_two_workers("albert_tf.run_pretraining", [chief, worker], chief=True)
+    assert "run_pretraining: step 6/6" in outputs[0] and "run_pretraining: step" not in outputs[1]
+    assert_same_weights(tmp_path / "one", tmp_path / "chief", atol=2e-6)
+    assert (tmp_path / "chief" / "eval_results.json").is_file()
+    written = sorted(str(path.relative_to(tmp_path / "worker")) for path in (tmp_path / "worker").rglob("*"))
+    assert all(name.startswith("checkpoints") for name in written), written
