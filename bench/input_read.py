@@ -4,7 +4,7 @@
     python bench/input_read.py --steps=1000 --pipelines=1,2,4
 
 The quick start's records (albert_tf/sample/records: 10,325 training records of 64 tokens in 4 GZIP shards,
-1.22 MB, with their manifest; 6,317 records of 128 tokens, 1.26 MB, until 2026-11-28), global batch 32: 4
+1.22 MB, with their manifest), global batch 32: 4
 lanes of one shard each. For each pipeline count P, every pipeline i of P is iterated for `steps` steps and
 the bytes it read are counted by the kernel (/proc/self/io `rchar`, before
 and after). Ours: the run's training input (`PretrainingInput.train_dataset`), which reads the lanes of

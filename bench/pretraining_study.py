@@ -1,6 +1,6 @@
 """Does pretraining learn? SOP vs NSP on a real corpus, and fine-tuning from pretraining vs random init.
 
-    pip install -e ".[bench]" && python bench/pretraining_study.py   # 48 min on a 2-core AMD EPYC
+    pip install -e ".[bench]" && python bench/pretraining_study.py   # under an hour on 2 cores
     python bench/pretraining_study.py --quick --work_dir=runs/study_quick    # the same stages in minutes
 
 Stages, each skipped when its output exists (so a stopped study resumes; run_pretraining resumes itself):
@@ -68,8 +68,8 @@ FULL = dict(
     max_eval_steps=100,
     finetune_steps=300,
 )
-# The study's recipe until 2026-11-28 (bench/README.md, "Before: 4 layers at 128 tokens"), kept so that
-# --earlier_recipe reproduces those results and the SOP model shipped in data/study/model/ until then.
+# The study's earlier recipe (4 layers at 128 tokens; its runs are in bench/results/), kept so that
+# --earlier_recipe reproduces those results.
 EARLIER = dict(
     FULL,
     num_hidden_layers=4,
@@ -80,9 +80,7 @@ EARLIER = dict(
     max_eval_steps=50,
 )
 # The quick mode checks that every stage runs, not the findings: its models end at or just above the
-# most-frequent-token baseline of masked LM (1.00x at 1e-3, 1.00-1.12x at 5e-4; 1.00x for the 2-layer,
-# 64-token recipe, 7.6 min on a 2-core EPYC, 2026-11-28) and 60 fine-tuning steps leave every init at or
-# near chance (measured).
+# most-frequent-token baseline of masked LM and 60 fine-tuning steps leave every init at or near chance.
 QUICK = dict(
     FULL,
     corpus_mb=6,
@@ -240,8 +238,7 @@ def pretrain(work, config, spm, records, recipe, folder="pretrain", init_checkpo
 
     The runs go at once, each on half the cores (TF_NUM_INTRAOP_THREADS): the tiny model's matrices are 128
     wide, too small to keep two cores busy in one step, so two runs side by side finish both sooner than one
-    after the other (2-core AMD EPYC, 64 x 64 tokens: 2 x 268 examples/s against 450 for one run on both
-    cores; bench/README.md, "Pretraining study").
+    after the other (bench/README.md, "Pretraining study", has the rates).
     """
     outputs = {o: os.path.join(work, folder, o) for o in OBJECTIVES}
     todo = [o for o in OBJECTIVES if not os.path.exists(os.path.join(outputs[o], "eval_results.json"))]
@@ -611,8 +608,8 @@ def main():
     parser.add_argument(
         "--earlier_recipe",
         action="store_true",
-        help="The recipe until 2026-11-28 (4 layers, 128 tokens, 4,000 steps), whose SOP model was "
-        "data/study/model/ until then. Use its own --work_dir: the records differ.",
+        help="The earlier recipe (4 layers, 128 tokens, 4,000 steps), to reproduce its results "
+        "(bench/results/). Use its own --work_dir: the records differ.",
     )
     parser.add_argument(
         "--continue_steps",

@@ -114,7 +114,7 @@ def pack(args):
     for objective in OBJECTIVES:
         folder = os.path.join(args.work_dir, "records", objective)
         for split in ("train", "eval"):
-            # the shapes the builder wrote, from its manifest (the study's are seq 64 since 2026-11-28)
+            # the shapes the builder wrote, from its manifest
             options = Manifest.load(os.path.join(folder, f"{split}.manifest.json")).settings["options"]
             records = read_records(os.path.join(folder, f"{split}-*-of-*"), options["max_seq_length"],
                                    options["max_predictions_per_seq"])  # fmt: skip

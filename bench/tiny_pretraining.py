@@ -13,10 +13,9 @@ checkpoints, evaluation and the model directory. Settings:
           steps per loop, the tiny config at 4 layers);
   xla:    the same with --jit_compile;
   now:    albert_tf/configs/pretrain/tiny.flags as it is now;
-  four_layers: the same with the tiny config at 4 layers (at 128 tokens until 2026-11-27; its shared block run
-          4 times a token instead of 2: the same parameters, twice the encoder's arithmetic);
-  seq128: the same on records of 128 tokens with 20 predictions, as the quick start was until 2026-11-28
-          (now: 64 and 10);
+  four_layers: the same with the tiny config at 4 layers (its shared block run 4 times a token instead of
+          2: the same parameters, twice the encoder's arithmetic);
+  seq128: the same on records of 128 tokens with 20 predictions (the recipe's are 64 and 10);
   bf16:   the same with --mixed_precision=bfloat16 (--settings=now,bf16; emulated, and slow, on CPUs
           without AVX512_BF16 or AMX);
   bf16_fusible: bfloat16 without --jit_compile, TensorFlow's auto-clustering giving XLA only the fusible
@@ -40,7 +39,7 @@ from machine import describe
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # albert_tf/configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
 FOUR_LAYERS = "--albert_config_file={work}/albert_tiny_4_layers.json"
-# The sample's records at 128 tokens, as the quick start read them until 2026-11-28, built into {work}.
+# The sample's records at 128 tokens, built into {work}.
 SEQ_128 = [
     "--input_file={work}/records_128/train.manifest.json",
     "--eval_input_file={work}/records_128/eval.manifest.json",

@@ -6,13 +6,14 @@ import subprocess
 
 from tests.helpers import REPO
 
-EXCLUDED_FOLDERS = ("bench/", "tests/testdata/")
+# bench/'s results and its README hold the dated runs; its scripts are code like any other.
+EXCLUDED_FOLDERS = ("bench/README.md", "bench/results/", "bench/study/", "tests/testdata/")
 CODE_SUFFIXES = (".py", ".flags", ".toml")
 # A date, except in the name of a dated results file that a page links to (bench/results/DATE-....md).
 ISO_DATE = re.compile(r"(?<!results/)\b20\d\d-\d\d-\d\d\b")
 # A named CPU model is a measurement's machine; cpuinfo flags (avx512_bf16, amx_bf16) are fine: code detects
 # them. The brackets keep this file's own pattern from matching itself.
-CPU_MODEL = re.compile(r"\b(EP[Y]C|Xe[o]n)\b", re.IGNORECASE)
+CPU_MODEL = re.compile(r"\b(EP[Y]C|Xe[o]n|Sapphire Rapid[s]|H1[0]0|H2[0]0|A1[0]0)\b", re.IGNORECASE)
 
 
 def _repository_files():

@@ -68,12 +68,19 @@ def record_compression(path):
 
 def check_records(file_patterns, max_seq_length, max_predictions_per_seq, flag, need_masks=True):
     """Reads each file's first record; raises ValueError naming the flag, the file and both values when its
-    lengths are not the flags' (or it holds no pretraining records)."""
-    for path in expand_file_patterns(file_patterns, flag=flag):
+    lengths are not the flags' (or it holds no pretraining records).
+
+    An empty file is a shard of a build whose small corpus filled fewer shards than it was asked for: it is
+    read as holding nothing. The files together must hold a record (for a build's lanes, albert_tf.pretraining
+    .lanes says which lane would have none)."""
+    paths = expand_file_patterns(file_patterns, flag=flag)
+    empty = []
+    for path in paths:
         try:
             record = next(iter(tf.data.TFRecordDataset(path, compression_type=record_compression(path))))
         except StopIteration:
-            raise ValueError(f"{flag}: {path} holds no records") from None
+            empty.append(path)
+            continue
         except tf.errors.DataLossError as error:
             raise ValueError(f"{flag}: {path} is not a TFRecord file ({error.message})") from None
         example = tf.train.Example.FromString(record.numpy()).features.feature
@@ -88,6 +95,8 @@ def check_records(file_patterns, max_seq_length, max_predictions_per_seq, flag, 
                 raise ValueError(
                     f"{flag}: {path} was built with {name} of length {found}, but {length_flag}={length}"
                 )
+    if len(empty) == len(paths):
+        raise ValueError(f"{flag}: {', '.join(empty)} {'holds' if len(empty) == 1 else 'hold'} no records")
 
 
 def load_manifest(path):

@@ -8,6 +8,7 @@ are read through a shuffle buffer, and a resumed run reads again, unparsed, the 
 steps consumed (the run says how many first).
 """
 
+import hashlib
 import re
 
 import tensorflow as tf
@@ -101,18 +102,28 @@ class PretrainingInput:
 
     def _check_tokenizer(self, flag, manifest):
         """The records hold ids of the SentencePiece model their manifest names: it must fit the model's
-        vocabulary, and be --spm_model_file when that is given (compared by content: a copy is the same)."""
+        vocabulary, and be --spm_model_file when that is given. Models are compared by content (the
+        manifest's SHA-256: a copy anywhere is the same model), from any working directory."""
         s = self.settings
-        built = manifest.settings.get("spm_model_file")
-        if not built or not file_io.exists(built):
-            return  # moved or deleted since the build: nothing to compare with
-        pieces = check_fits_vocabulary(built, self.vocab_size, s.albert_config_file)
-        if s.spm_model_file and file_io.read_bytes(s.spm_model_file) != file_io.read_bytes(built):
+        built = manifest.tokenizer_path()
+        expected = manifest.tokenizer_sha256
+        if expected is None and built and file_io.exists(built):  # a manifest from before the SHA-256
+            expected = _sha256(built)
+        on_disk = built if built and file_io.exists(built) else None
+        if s.spm_model_file and expected is not None and _sha256(s.spm_model_file) != expected:
             given = load_sentencepiece(s.spm_model_file).get_piece_size()
+            built_as = (
+                f"{built} ({load_sentencepiece(on_disk).get_piece_size():,} pieces)"
+                if on_disk
+                else f"{built} (SHA-256 {expected[:12]}..., not found there)"
+            )
             raise TokenizerError(
-                f"{flag}: {manifest.path} was built with {built} ({pieces:,} pieces), not with "
+                f"{flag}: {manifest.path} was built with {built_as}, not with "
                 f"--spm_model_file={s.spm_model_file} ({given:,} pieces): its ids mean other pieces"
             )
+        model = s.spm_model_file or on_disk
+        if model:
+            check_fits_vocabulary(model, self.vocab_size, s.albert_config_file)
 
     @property
     def do_lower_case(self):
@@ -194,3 +205,7 @@ class PretrainingInput:
             max_seq_length=s.max_seq_length, max_predictions_per_seq=s.max_predictions_per_seq,
             is_training=False, input_context=input_context, online_masking=self.masking, seed=s.seed,
         )  # fmt: skip
+
+
+def _sha256(path):
+    return hashlib.sha256(file_io.read_bytes(path)).hexdigest()

@@ -215,6 +215,62 @@ def test_records_of_another_tokenizer_or_too_large_a_one_are_refused(built, tmp_
     assert PretrainingInput(settings(built, tmp_path, spm_model_file=str(copy)), 8000, None).train_manifest
 
 
+def test_a_wrong_tokenizer_is_refused_from_any_working_directory(tmp_path, monkeypatch):
+    """Records built with a relative --spm_model_file: their manifest names the model relative to itself and
+    by its SHA-256, so another model is refused from any folder, even once the build's own file is gone."""
+    work = tmp_path / "build"
+    (work / "spm").mkdir(parents=True)
+    shutil.copy(SAMPLE_SPM, work / "spm" / "albert.model")
+    (work / "corpus.txt").write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:300]))
+    tiny_config(vocab_size=8000, max_position_embeddings=SEQ).to_json_file(work / "albert_config.json")
+    monkeypatch.chdir(work)  # the build names its tokenizer as a user types it, from here
+    options = InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
+    build(["corpus.txt"], output_paths("records/train@2"),
+          BuildSettings(spm_model_file="spm/albert.model", options=options, dupe_factor=1))  # fmt: skip
+    manifest = load_manifest(str(work / "records" / "train.manifest.json"))
+    assert manifest.settings["spm_model_file"] == os.path.join("..", "spm", "albert.model")
+    monkeypatch.chdir(tmp_path)  # another folder: the manifest's relative name resolves from its own place
+    other = small_spm(tmp_path)
+    run = dict(input_file=str(work / "records" / "train.manifest.json"), spm_model_file=other)
+    with pytest.raises(TokenizerError, match=r"built with .*spm/albert\.model \(8,000 pieces\), not with "
+                       r"--spm_model_file=.*small_spm\.model \(90 pieces\)"):  # fmt: skip
+        PretrainingInput(settings(work, tmp_path / "run", **run), 8000, None)
+    (work / "spm" / "albert.model").unlink()  # gone: its SHA-256 still tells it from another model
+    with pytest.raises(TokenizerError, match=r"spm/albert\.model \(SHA-256 [0-9a-f]{12}\.\.\., not found"):
+        PretrainingInput(settings(work, tmp_path / "run", **run), 8000, None)
+    copy = dict(run, spm_model_file=str(shutil.copy(SAMPLE_SPM, tmp_path / "copy.model")))
+    assert PretrainingInput(settings(work, tmp_path / "run", **copy), 8000, None).train_manifest
+
+
+def test_empty_shards_of_a_small_build_are_read_and_a_lane_without_records_is_named(tmp_path):
+    """A corpus too small for its shard count leaves shards empty (valid files the manifest counts as 0
+    records): training and evaluation read around them; only a lane all of whose shards are empty is
+    refused, naming its shards and what to rebuild with."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:14]) + "\n")
+    options = InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
+    build([str(corpus)], output_paths(f"{tmp_path}/train@8"),
+          BuildSettings(spm_model_file=str(SAMPLE_SPM), options=options, dupe_factor=1))  # fmt: skip
+    manifest = str(tmp_path / "train.manifest.json")
+    counts = [shard["records"] for shard in load_manifest(manifest).shards]
+    assert counts == [2, 1, 0, 1, 1, 2, 1, 0]
+    tiny_config(vocab_size=8000, max_position_embeddings=SEQ).to_json_file(tmp_path / "albert_config.json")
+    # Batch 4: lanes of shards (0, 4), (1, 5), (2, 6), (3, 7), each with records.
+    run = settings(tmp_path, tmp_path / "run", input_file=manifest, eval_input_file=manifest,
+                   train_batch_size=4, eval_batch_size=3)  # fmt: skip
+    inputs = PretrainingInput(run, 8000, None)
+    held_out = inputs.eval_dataset(tf.distribute.InputContext())
+    assert sum(int(batch["input_word_ids"].shape[0]) for batch in held_out) == 8  # every record once
+    first = next(iter(inputs.train_dataset(tf.distribute.InputContext(), 0)))
+    assert first["input_word_ids"].shape == (4, SEQ)
+    # Batch 8: eight lanes of one shard each; lanes 2 and 7 would have nothing to give.
+    with pytest.raises(ValueError, match=r"shards \[2\] \(lane 2 of 8\) hold no records; rebuild the "
+                       r"records with fewer shards"):  # fmt: skip
+        PretrainingInput(dataclasses.replace(run, train_batch_size=8), 8000, None).train_dataset(
+            tf.distribute.InputContext(), 0
+        )
+
+
 def test_records_without_a_manifest_say_what_resuming_costs(tmp_path):
     path = str(tmp_path / "old.tfrecord")
     write_records(path, 20, seed=1)

@@ -4,8 +4,10 @@
     records/train.manifest.json
 
 JSON with `scheme_version` (SCHEME_VERSION: how records were made and ordered; readers refuse another),
-`settings` (every flag that decides the bytes), `inputs` (path, bytes), `shards` (file name relative to the
-manifest, records, bytes) and `statistics` (the builder's counters). It holds no timing, so local and Beam
+`settings` (every flag that decides the bytes; the SentencePiece model as a path relative to the manifest's
+folder and `spm_model_sha256`, the SHA-256 of its bytes, which identifies it wherever it was copied),
+`inputs` (path, bytes), `shards` (file name relative to the manifest, records, bytes) and `statistics` (the
+builder's counters). It holds no timing, so local and Beam
 builds of the same inputs write the same manifest, byte for byte.
 
 Reading the shards in the manifest's order, each from its first record, is the build's global shuffle; a run
@@ -76,6 +78,16 @@ class Manifest:
         directory = os.path.dirname(self.path)
         return [_resolve(shard["file"], directory) for shard in self.shards]
 
+    def tokenizer_path(self):
+        """The SentencePiece model the records were built with, resolved from the manifest's folder."""
+        name = self.settings.get("spm_model_file")
+        return _resolve(name, os.path.dirname(self.path)) if name else None
+
+    @property
+    def tokenizer_sha256(self):
+        """The SHA-256 (hex) of the SentencePiece model's bytes (None in manifests written before it)."""
+        return self.settings.get("spm_model_sha256")
+
     def to_json(self):
         content = dataclasses.asdict(self)
         del content["path"]
@@ -121,6 +133,17 @@ def relative_name(path, manifest_path):
     if directory and path.startswith(directory.rstrip("/") + "/"):
         return path[len(directory.rstrip("/")) + 1 :]
     return path
+
+
+def path_from_manifest(path, manifest_path):
+    """path as a manifest stores a file it refers to, wherever the file lies: relative to the manifest's
+    folder (`../spm.model` too) when both are local, so the pair can move together; a URI as it is; a local
+    file named by a remote manifest by its absolute path."""
+    if "://" in path:
+        return path
+    if "://" in manifest_path:
+        return os.path.abspath(path)
+    return os.path.relpath(os.path.abspath(path), os.path.dirname(os.path.abspath(manifest_path)))
 
 
 def _resolve(name, directory):

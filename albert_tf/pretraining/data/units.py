@@ -24,7 +24,7 @@ import tempfile
 from albert_tf import file_io
 from albert_tf.file_io import write_atomically
 from albert_tf.pretraining.data.instances import InstanceMaker, InstanceOptions, Vocabulary
-from albert_tf.pretraining.data.manifest import Manifest, relative_name
+from albert_tf.pretraining.data.manifest import Manifest, path_from_manifest, relative_name
 from albert_tf.pretraining.data.records import TFRecordWriter
 from albert_tf.text import corpus
 from albert_tf.text.tokenizer import AlbertTokenizer
@@ -228,8 +228,14 @@ def publish(
             TFRecordWriter(temporary, gzip_compressed=settings.gzip, open_file=files.open_write).close()
     for temporary, path in zip(temporaries, output_files, strict=True):
         files.rename(temporary, path)
+    with files.open_read(settings.spm_model_file) as handle:
+        tokenizer_sha256 = hashlib.sha256(handle.read()).hexdigest()
     manifest = Manifest(
-        settings=settings.to_dict(),
+        settings={
+            **settings.to_dict(),
+            "spm_model_file": path_from_manifest(settings.spm_model_file, manifest_path),
+            "spm_model_sha256": tokenizer_sha256,
+        },
         inputs=[{"path": path, "bytes": files.size(path)} for path in input_files],
         shards=[
             {

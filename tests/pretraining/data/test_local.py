@@ -1,4 +1,5 @@
 import gzip
+import hashlib
 import json
 import os
 import pathlib
@@ -76,7 +77,13 @@ def test_manifest_holds_settings_inputs_shard_counts_and_statistics(tmp_path):
     path = tmp_path / "m.tfrecord.manifest.json"
     content = json.loads(path.read_text())
     assert content["scheme_version"] == SCHEME_VERSION == 2
-    assert content["settings"] == {**json.loads(json.dumps(SETTINGS.to_dict())), "block_bytes": 262144}
+    # The tokenizer: relative to the manifest's folder, and identified by the SHA-256 of its bytes.
+    tokenizer = {
+        "spm_model_file": os.path.relpath(SAMPLE_SPM, tmp_path),
+        "spm_model_sha256": hashlib.sha256(SAMPLE_SPM.read_bytes()).hexdigest(),
+    }
+    expected = {**json.loads(json.dumps(SETTINGS.to_dict())), "block_bytes": 262144, **tokenizer}
+    assert content["settings"] == expected
     assert content["settings"]["options"]["max_seq_length"] == 128 and content["settings"]["dupe_factor"] == 1
     assert content["inputs"] == [{"path": str(text), "bytes": text.stat().st_size}]
     counted = [sum(1 for _ in tf.data.TFRecordDataset(output)) for output in outputs]
