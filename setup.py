@@ -17,7 +17,13 @@ setup(
     # The model configs, run recipes and the sample's records and tokenizer (albert_tf/shipped.py names
     # them), so that the quick start runs from any directory after `pip install`.
     package_data={
-        "albert_tf": ["configs/*.json", "configs/*/*.flags", "sample/spm_8k.model", "sample/records/*"]
+        "albert_tf": [
+            "configs/*.json",
+            "configs/*/*.flags",
+            "sample/spm_8k.model",
+            "sample/records/*",
+            "sample/LICENSE.rst",  # the sample is the Python documentation's prose: its licence goes with it
+        ]
     },
     install_requires=[
         "tensorflow==2.21.*",

@@ -4,12 +4,13 @@ After `pip install`, the quick start runs from any directory:
 
     python -m albert_tf.run_pretraining --flagfile=tiny
 
-A flag that takes one of these files takes its name too: `--albert_config_file=albert_base` is
-`albert_tf/configs/albert_base.json`, `--flagfile=tiny` is `albert_tf/configs/pretrain/tiny.flags` for
-run_pretraining (`--flagfile=sst-2`: `configs/finetune/sst-2.flags` for the fine-tuning entry points),
-and `sample` names the bundled sample's training records (`--input_file`), held-out records
-(`--eval_input_file`) and SentencePiece model (`--spm_model_file`). A name is only looked up when no file of
-that name exists, so a path always means the file it names.
+Names are taken on the command line by `--flagfile` of run_pretraining (`tiny`, `base`, ...: the files of
+`albert_tf/configs/pretrain/`), run_classifier (`sst-2`, `mnli`, ...), run_squad (`squad-v1.1`,
+`squad-v2.0`) and run_race (`race`), all from `albert_tf/configs/finetune/`; by `--albert_config_file` of
+run_pretraining and model_summary (`albert_base`: `albert_tf/configs/albert_base.json`); and `sample`, by
+run_pretraining's `--input_file`, `--eval_input_file` and `--spm_model_file`, names the bundled sample's
+training records, held-out records and SentencePiece model. A name is only looked up when no file of that name
+exists, so a path always means the file it names. A flagfile's own lines take paths (absl reads them).
 """
 
 import os
@@ -19,12 +20,17 @@ import sys
 PACKAGE = pathlib.Path(__file__).resolve().parent
 CONFIGS = PACKAGE / "configs"
 SAMPLE = PACKAGE / "sample"
-# Which folder of recipes each entry point's --flagfile names come from.
+# Each entry point's recipes: their folder, and which of its flagfiles are for that entry point.
 RECIPE_FOLDERS = {
     "run_pretraining": "pretrain",
     "run_classifier": "finetune",
     "run_squad": "finetune",
     "run_race": "finetune",
+}
+_RECIPE_OF = {
+    "run_squad": lambda name: name.startswith("squad"),
+    "run_race": lambda name: name == "race",
+    "run_classifier": lambda name: not name.startswith("squad") and name != "race",
 }
 
 
@@ -41,7 +47,10 @@ def config_file(name_or_path):
 def recipe_names(entry_point):
     """The names `--flagfile` takes for an entry point (e.g. run_pretraining: base, large, tiny, ...)."""
     folder = RECIPE_FOLDERS.get(entry_point)
-    return sorted(path.stem for path in (CONFIGS / folder).glob("*.flags")) if folder else []
+    if not folder:
+        return []
+    mine = _RECIPE_OF.get(entry_point, lambda name: True)
+    return sorted(path.stem for path in (CONFIGS / folder).glob("*.flags") if mine(path.stem))
 
 
 def _named_files(flag):
@@ -65,7 +74,7 @@ def resolve(flag, value):
       ValueError: a config name that is neither a file nor shipped (the message lists the shipped ones).
     """
     named = _named_files(flag)
-    if not named or value is None or os.path.exists(value):
+    if not named or value is None or os.path.isfile(value):
         return value
     if value in named:
         return str(named[value])
@@ -108,4 +117,4 @@ def expand_recipe_names(argv, entry_point):
 
 
 def _looks_like_a_path(value, suffix=".flags"):
-    return os.path.exists(value) or "/" in value or os.sep in value or value.endswith(suffix)
+    return os.path.isfile(value) or "/" in value or os.sep in value or value.endswith(suffix)

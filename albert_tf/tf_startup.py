@@ -15,8 +15,9 @@ every line but those notices; the two CUDA lines are notices only on a machine w
 `TF_CPP_MIN_LOG_LEVEL=1`, which we set: INFO lines (the CPU-feature notice of cpu_feature_guard.cc among
 them) are dropped, warnings and errors show.
 
-Only commands do this: importing the library (a notebook, a test) leaves TensorFlow's logging as the user
-has it. A `TF_CPP_MIN_LOG_LEVEL` in the environment wins: then nothing is captured or dropped.
+Commands do this; importing the library (a notebook, a test) leaves TensorFlow's logging as the user has it,
+unless the notebook calls this first, as the shipped one does. A `TF_CPP_MIN_LOG_LEVEL` in the environment
+wins: then nothing is captured or dropped.
 """
 
 import os

@@ -7,14 +7,13 @@ import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
 from albert_tf import shipped
+from tests.test_readme import quick_start_output
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-EMPTY = tempfile.mkdtemp(prefix="recipes-")
 PAPER = {
     "train_batch_size": "4096",
     "optimizer": "lamb",
@@ -29,6 +28,7 @@ PAPER = {
 PARSE = """
 import importlib, json, sys
 from albert_tf import shipped
+from tests.test_readme import quick_start_output
 module = importlib.import_module(f"albert_tf.{sys.argv[1]}")
 flags = module.FLAGS
 flags(shipped.expand_recipe_names([sys.argv[1], f"--flagfile={sys.argv[2]}", *sys.argv[3:]], sys.argv[1]))
@@ -36,18 +36,24 @@ print(json.dumps({name: flags[name].serialize().partition("=")[2] for name in fl
 """
 
 
-def parse(name, entry_point="run_pretraining", required=("--input_file=given",)):
-    """The flag values an entry point's own absl parser reads from `--flagfile=NAME`, run from an empty
-    folder (the recipe is found by its name, in the package)."""
+@pytest.fixture(scope="module")
+def empty(tmp_path_factory):
+    """A folder with nothing in it: recipes are found by name in the package, not next to the command."""
+    return tmp_path_factory.mktemp("recipes")
+
+
+def parse(folder, name, entry_point="run_pretraining", required=("--input_file=given",)):
+    """The flag values an entry point's own absl parser reads from `--flagfile=NAME`, run in folder."""
     command = [sys.executable, "-c", PARSE, entry_point, name, *required, "--output_dir=given"]
-    result = subprocess.run(command, cwd=EMPTY, capture_output=True, text=True)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=environment)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", ["tiny", "base", "large", "xlarge", "xxlarge"])
-def test_flagfile_parses_and_names_existing_files(name):
-    values = parse(name)
+def test_flagfile_parses_and_names_existing_files(name, empty):
+    values = parse(empty, name)
     assert values["albert_config_file"] == f"albert_{name}"
     assert os.path.isfile(shipped.resolve("albert_config_file", values["albert_config_file"]))
     if name != "tiny":
@@ -69,15 +75,15 @@ FINETUNE = {
 
 
 @pytest.mark.parametrize("name", sorted(FINETUNE))
-def test_finetune_flagfiles_parse_with_the_paper_settings(name):
-    values = parse(name, "run_classifier", ("--model_dir=given", "--data_dir=given"))
+def test_finetune_flagfiles_parse_with_the_paper_settings(name, empty):
+    values = parse(empty, name, "run_classifier", ("--model_dir=given", "--data_dir=given"))
     keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step")
     assert tuple(values[k] for k in keys) == FINETUNE[name]
     assert values["task_name"] == name and values["max_seq_length"] == "512"
 
 
-def test_race_flagfile_parses_with_the_paper_settings():
-    values = parse("race", "run_race", ("--model_dir=given", "--data_dir=given"))
+def test_race_flagfile_parses_with_the_paper_settings(empty):
+    values = parse(empty, "race", "run_race", ("--model_dir=given", "--data_dir=given"))
     keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step")
     assert tuple(values[k] for k in keys) == ("2e-05", "32", "12000", "1000")
 
@@ -89,16 +95,16 @@ def test_race_flagfile_parses_with_the_paper_settings():
         ("squad-v2.0", ("3e-05", "48", "8144", "814", "512")),
     ],
 )
-def test_squad_flagfiles_parse_with_the_paper_settings(name, expected):
-    values = parse(name, "run_squad", ("--model_dir=given",))
+def test_squad_flagfiles_parse_with_the_paper_settings(name, expected, empty):
+    values = parse(empty, name, "run_squad", ("--model_dir=given",))
     keys = ("learning_rate", "train_batch_size", "train_step", "warmup_step", "max_seq_length")
     assert tuple(values[k] for k in keys) == expected
     assert values["doc_stride"] == "128" and values["max_query_length"] == "64"
     assert ("version_2_with_negative" in values) == (name == "squad-v2.0")
 
 
-def test_tiny_flagfile_names_shipped_files():
-    values = parse("tiny", required=())
+def test_tiny_flagfile_names_shipped_files(empty):
+    values = parse(empty, "tiny", required=())
     for key in ("albert_config_file", "input_file", "eval_input_file", "spm_model_file"):
         path = shipped.resolve(key, values[key])
         assert path != values[key] and os.path.isfile(path), (key, values[key])
@@ -118,3 +124,7 @@ def test_quick_start_learns_more_than_token_frequencies(quick_start):
     # inputs gives (masked_lm_context_free_accuracy): it learns frequencies and copying, not yet the context.
     results = json.loads((output / "eval_results.json").read_text())
     assert results["masked_lm_accuracy"] >= 2.0 * results["masked_lm_baseline_accuracy"], results
+    # What the README shows it printing: each line's words up to its first figure are in the output.
+    for line in quick_start_output():
+        if line != "...":
+            assert re.split(r"\d", line, maxsplit=1)[0] in result.stderr, line

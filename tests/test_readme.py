@@ -175,6 +175,15 @@ def test_every_block_not_run_says_why_and_the_walk_is_run():
             assert flags in text, f"{document} does not say that CI appends {flags}"
 
 
+def test_the_readme_is_a_guide_of_a_few_screens():
+    assert len((REPO / "README.md").read_text(encoding="utf-8")) < 15_000  # reference goes to docs/
+
+
+def quick_start_output():
+    """The lines the README shows the quick start printing: its first `text` block."""
+    return next(block for block in blocks("README.md") if block.language == "text").text.splitlines()
+
+
 @pytest.mark.slow
 def test_shell_blocks_of_the_readme_build_md_and_docs_run_as_written_in_a_fresh_copy(fresh_copy):
     work, environment = fresh_copy

@@ -48,7 +48,9 @@ def is_chief(strategy):
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not resolver.task_type:
         return True
-    if "chief" in resolver.cluster_spec().jobs:
+    # Only TF_CONFIG describes a cluster locally; a TPU resolver's cluster_spec() asks the Cloud TPU API.
+    tf_config = isinstance(resolver, tf.distribute.cluster_resolver.TFConfigClusterResolver)
+    if tf_config and "chief" in resolver.cluster_spec().jobs:
         return resolver.task_type == "chief"
     return resolver.task_type == "worker" and resolver.task_id == 0
 
