@@ -7,9 +7,12 @@ is split. The encoders are initialized wide (stddev 0.2): an untrained tiny enco
 nearly the same output for every text, and metrics of near-ties would turn on float rounding.
 """
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
+import pathlib
 import random
 import re
 
@@ -242,11 +245,20 @@ def test_float16_on_two_devices_matches_one_device(data, tmp_path):
     assert differences.max() < 2 * 3.17 * 2e-4 and np.median(differences) < 1e-5, np.median(differences)
 
 
+@pytest.fixture(scope="module")
+def one_classifier_process(data, tmp_path_factory):
+    """The settings of the workers' runs, and their one-process run (its output_dir, its stderr)."""
+    one = classifier_settings(data, tmp_path_factory.mktemp("one_process") / "one")
+    with contextlib.redirect_stderr(io.StringIO()) as stderr:
+        classifier.run(one)
+    return one, stderr.getvalue()
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("one_classifier_process")  # one process runs the shared one-process run once
 @pytest.mark.parametrize("layout", ["two workers", "chief and worker"])
-def test_classifier_on_two_workers_matches_one_process(layout, data, tmp_path, capsys):
-    one = classifier_settings(data, tmp_path / "one")
-    classifier.run(one)
+def test_classifier_on_two_workers_matches_one_process(layout, one_classifier_process, tmp_path):
+    one, one_log = one_classifier_process
     # The task that is not the chief (worker 1, or worker 0 beside a `chief` task) is told another output
     # directory: it must write nothing at all.
     args = [
@@ -256,7 +268,7 @@ def test_classifier_on_two_workers_matches_one_process(layout, data, tmp_path, c
     outputs = run_on_two_workers("albert_tf.run_classifier", args, chief=layout == "chief and worker")
     assert not (tmp_path / "not-the-chief").exists()
     assert "run_classifier: step 6/6" in outputs[0] and "run_classifier: step" not in outputs[1]
-    assert_same_run(tmp_path / "one", tmp_path / "two", [], [capsys.readouterr().err, outputs[0]])
+    assert_same_run(pathlib.Path(one.output_dir), tmp_path / "two", [], [one_log, outputs[0]])
 
 
 # Task → (settings, in-process run, entry point, prediction files compared besides eval_results.json).

@@ -7,6 +7,7 @@ below the tiny vocabulary of 97.
 import dataclasses
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -468,48 +469,54 @@ def test_mirrored_over_two_devices_matches_one_device(data, tmp_path):
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
 
 
-@pytest.mark.slow
-def test_multi_worker_on_loopback_matches_one_process(data, tmp_path):
-    # One file and no shuffling: the file is then split record by record between the workers (0, 2, 4, ... and
-    # 1, 3, 5, ...), so each step's global batch holds the records the single process batches together.
-    single_file = data["train"].split(",")[0]
+@pytest.fixture(scope="module")
+def one_process_on_one_file(data, tmp_path_factory):
+    """The settings of a run on one file without shuffling, and its one-process run's output directory.
+
+    One file and no shuffling: the file is then split record by record between two workers (0, 2, 4, ... and
+    1, 3, 5, ...), so each step's global batch holds the records the single process batches together."""
     base = dataclasses.replace(
-        exact_settings(data, tmp_path / "one"),
-        input_file=single_file,
+        exact_settings(data, tmp_path_factory.mktemp("one_process") / "one"),
+        input_file=data["train"].split(",")[0],
         shuffle_buffer_size=1,
         eval_input_file=data["eval"],
     )
     run_module(flags_of(base))
+    return base
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("one_process_on_one_file")  # one process runs the shared one-process run once
+def test_multi_worker_on_loopback_matches_one_process(one_process_on_one_file, tmp_path):
+    base = one_process_on_one_file
     args = flags_of(
         dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
     )
     run_on_two_workers("albert_tf.run_pretraining", [args, args])
     # Worker 0 wrote the model directory; worker 1 only its own checkpoints.
     assert (tmp_path / "two" / "checkpoints" / "worker_1").is_dir()
-    assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
+    assert_same_weights(base.output_dir, tmp_path / "two", atol=2e-6)
     # Evaluation reads every held-out record once across the workers, as the single process does.
-    one, two = (json.loads((tmp_path / name / "eval_results.json").read_text()) for name in ("one", "two"))
+    one, two = (json.loads((directory / "eval_results.json").read_text())
+                for directory in (pathlib.Path(base.output_dir), tmp_path / "two"))  # fmt: skip
     assert one == pytest.approx(two, rel=1e-5)
 
 
 @pytest.mark.slow
-def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_writes(data, tmp_path):
+@pytest.mark.xdist_group("one_process_on_one_file")
+def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_writes(
+    one_process_on_one_file, tmp_path
+):
     # The cluster of Vertex AI, Kubeflow's TFJob and SageMaker: a `chief` task beside worker 0, each told its
     # own --output_dir. The chief writes the run; worker 0 writes no model directory, results or summaries.
-    base = dataclasses.replace(
-        exact_settings(data, tmp_path / "one"),
-        input_file=data["train"].split(",")[0],
-        shuffle_buffer_size=1,
-        eval_input_file=data["eval"],
-    )
-    run_module(flags_of(base))
+    base = one_process_on_one_file
     chief, worker = (
         flags_of(dataclasses.replace(base, output_dir=str(tmp_path / name), strategy="multi_worker_mirrored"))
         for name in ("chief", "worker")
     )
     outputs = run_on_two_workers("albert_tf.run_pretraining", [chief, worker], chief=True)
     assert "run_pretraining: step 6/6" in outputs[0] and "run_pretraining: step" not in outputs[1]
-    assert_same_weights(tmp_path / "one", tmp_path / "chief", atol=2e-6)
+    assert_same_weights(base.output_dir, tmp_path / "chief", atol=2e-6)
     assert (tmp_path / "chief" / "eval_results.json").is_file()
     written = sorted(str(path.relative_to(tmp_path / "worker")) for path in (tmp_path / "worker").rglob("*"))
     assert all(name.startswith("checkpoints") for name in written), written
