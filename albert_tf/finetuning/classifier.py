@@ -93,7 +93,8 @@ class ClassifierRun(loop.FineTuningRun):
                 raise ValueError(f"--data_dir is required for the GLUE task {self.task}")
             self.labels = glue.TASKS[self.task].labels
             wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
-            return {split: glue.read_glue(s.data_dir, self.task, split) for split, on in wanted.items() if on}
+            splits = [split for split, on in wanted.items() if on]
+            return {split: glue.read_glue(s.data_dir, self.task, split, s.errors) for split in splits}
         if self.task != "text":
             raise ValueError(
                 f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {self.task!r}"
@@ -102,9 +103,9 @@ class ClassifierRun(loop.FineTuningRun):
         labels, splits = s.labels, {}
         for split, path in files.items():
             if path and split == "test" and s.do_predict:
-                splits[split], _ = glue.read_text_classification(path, labels=labels, label=None)
+                splits[split], _ = glue.read_text_classification(path, labels, label=None, errors=s.errors)
             elif path and split != "test":
-                splits[split], labels = glue.read_text_classification(path, labels=labels)
+                splits[split], labels = glue.read_text_classification(path, labels, errors=s.errors)
         self.labels = labels
         return splits
 

@@ -33,6 +33,11 @@ flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy=tpu); 
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "Compile training steps with XLA.")
 flags.DEFINE_integer("seed", 12345, "Seed of initialization, shuffling and dropout.")
+flags.DEFINE_enum(
+    "errors", "strict", ["strict", "replace"],
+    "Task data that is not UTF-8: strict refuses the file, naming the line and byte; replace reads each such "
+    "byte as U+FFFD, as the served model does.",
+)  # fmt: skip
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 
 

@@ -10,6 +10,7 @@ error naming the file and line.
 
 import csv
 import dataclasses
+import io
 import json
 
 import tensorflow as tf
@@ -73,8 +74,34 @@ class DataError(ValueError):
     """Bad input data; the message names the file and line."""
 
 
-def read_glue(data_dir, task_name, split):
-    """Examples of one split ("train", "dev", "test"; MNLI also "dev_mismatched", "test_mismatched")."""
+ERRORS = ("strict", "replace")
+
+
+def read_task_text(path, errors="strict"):
+    """A task data file's text, as UTF-8.
+
+    Args:
+      errors: "strict" refuses a file holding bytes that are not UTF-8, naming its line and byte offset;
+        "replace" reads each such byte as U+FFFD (what the in-graph tokenizer and the export do with them).
+    """
+    if errors not in ERRORS:
+        raise DataError(f"--errors must be one of {', '.join(ERRORS)}, got {errors!r}")
+    if not file_io.exists(path):
+        raise DataError(f"{path}: no such file")
+    data = file_io.read_bytes(path)
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise DataError(
+            f"{path}:{line}: byte 0x{data[error.start]:02x} at offset {error.start:,} is not UTF-8; "
+            "re-encode the file as UTF-8, or pass --errors=replace to read such bytes as U+FFFD"
+        ) from None
+
+
+def read_glue(data_dir, task_name, split, errors="strict"):
+    """Examples of one split ("train", "dev", "test"; MNLI also "dev_mismatched", "test_mismatched");
+    `errors`: as read_task_text."""
     task = TASKS.get(task_name.lower())
     if task is None:
         raise DataError(f"unknown GLUE task {task_name!r}; expected one of {', '.join(TASKS)}")
@@ -82,13 +109,11 @@ def read_glue(data_dir, task_name, split):
         raise DataError(f"{task.name} has no split {split!r}; expected one of {', '.join(task.files)}")
     path = file_io.join(data_dir, task.files[split])
     layout = task.test if split.startswith("test") else task.labelled
-    return list(_read_tsv(path, task, layout))
+    return list(_read_tsv(path, task, layout, errors))
 
 
-def _read_tsv(path, task, layout):
-    if not file_io.exists(path):
-        raise DataError(f"{path}: no such file")
-    with file_io.open_file(path, newline="") as file:
+def _read_tsv(path, task, layout, errors):
+    with io.StringIO(read_task_text(path, errors), newline="") as file:
         columns = None
         for number, line in enumerate(file, start=1):
             row = line.rstrip("\r\n").split("\t")
@@ -124,20 +149,22 @@ def _label(value, labels, path, number):
     return labels.index(value)
 
 
-def read_text_classification(path, labels=None, text="text", text_b=None, label="label"):
+def read_text_classification(path, labels=None, text="text", text_b=None, label="label", errors="strict"):
     """Examples from a CSV file (with a header) or a JSONL file (one object per line).
 
     Args:
       labels: the label set, in index order; None: the sorted labels found in the file.
       text, text_b, label: column (CSV) or key (JSONL) names; text_b None for single texts, label None
         for unlabelled files (test sets).
+      errors: as read_task_text.
 
     Returns:
       (examples, labels).
     """
     rows = []
+    content = read_task_text(path, errors)
     if path.endswith(".jsonl"):
-        with file_io.open_file(path) as file:
+        with io.StringIO(content) as file:
             for number, line in enumerate(file, start=1):
                 if line.strip():
                     try:
@@ -145,7 +172,7 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
                     except json.JSONDecodeError as error:
                         raise DataError(f"{path}:{number}: not a JSON object ({error.msg})") from None
     else:
-        with file_io.open_file(path, newline="") as file:
+        with io.StringIO(content, newline="") as file:
             reader = csv.DictReader(file)
             rows = [(reader.line_num, row) for row in reader]
     keys = [key for key in (text, text_b, label) if key]

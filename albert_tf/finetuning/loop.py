@@ -57,6 +57,7 @@ class FineTuningSettings:
     mixed_precision: str = "float32"
     jit_compile: bool = False
     seed: int = 12345
+    errors: str = "strict"
 
 
 class FineTuningRun:

@@ -21,7 +21,8 @@ class RaceRun(classifier.ClassifierRun):
             raise ValueError("--data_dir is required: the RACE folder with train/, dev/ and test/")
         self.labels = tuple(race.LETTERS)
         wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
-        return {split: race.read_race(s.data_dir, split) for split, on in wanted.items() if on}
+        splits = [split for split, on in wanted.items() if on]
+        return {split: race.read_race(s.data_dir, split, errors=s.errors) for split in splits}
 
     def _build_model(self):
         return AlbertMultipleChoice.from_model_dir(

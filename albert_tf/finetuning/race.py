@@ -14,7 +14,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.finetuning.glue import DataError
+from albert_tf.finetuning.glue import DataError, read_task_text
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 LETTERS = "ABCD"
@@ -37,8 +37,9 @@ def combine(question, option):
     return f"{question} {option}"
 
 
-def read_race(data_dir, split, levels=("high", "middle")):
-    """Examples of RACE's split ("train", "dev", "test") for the given levels, in file-name order."""
+def read_race(data_dir, split, levels=("high", "middle"), errors="strict"):
+    """Examples of RACE's split ("train", "dev", "test") for the given levels, in file-name order;
+    `errors`: as glue.read_task_text."""
     examples = []
     for level in levels:
         folder = file_io.join(data_dir, split, level)
@@ -46,13 +47,13 @@ def read_race(data_dir, split, levels=("high", "middle")):
         if not paths:
             raise DataError(f"{folder}: no RACE files (*.txt)")
         for path in paths:
-            examples.extend(_read_file(path))
+            examples.extend(_read_file(path, errors))
     return examples
 
 
-def _read_file(path):
+def _read_file(path, errors):
     try:
-        record = json.loads(file_io.read_text(path))
+        record = json.loads(read_task_text(path, errors))
     except json.JSONDecodeError as error:
         raise DataError(f"{path}:{error.lineno}: not a RACE JSON object ({error.msg})") from None
     for key in ("article", "questions", "options"):

@@ -65,7 +65,7 @@ class SquadRun(loop.FineTuningRun):
 
     def _examples(self, path, labelled):
         """The questions of a file; labelled: each must have answers or be unanswerable (v2.0)."""
-        examples = squad.read_squad(path)
+        examples = squad.read_squad(path, self.settings.errors)
         if not examples:
             raise DataError(f"{path}: no questions")
         impossible = [e.qas_id for e in examples if e.is_impossible]

@@ -24,9 +24,8 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import file_io
 from albert_tf.finetuning import span_decoding
-from albert_tf.finetuning.glue import DataError
+from albert_tf.finetuning.glue import DataError, read_task_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,19 +45,18 @@ class SquadExample:
     is_impossible: bool = False
 
 
-def read_squad(path):
+def read_squad(path, errors="strict"):
     """Examples of a SQuAD v1.1 or v2.0 JSON file, in file order.
 
     An answer whose text is not in the context (neither at its answer_start nor anywhere else) cannot be
     trained on or scored: such answers are counted and reported in one warning, and a question left with no
     answer is skipped. A question listed with no answers at all is kept (a file to predict).
+    `errors`: as glue.read_task_text.
     """
     try:
-        data = json.loads(file_io.read_text(path))
+        data = json.loads(read_task_text(path, errors))
     except json.JSONDecodeError as error:
         raise DataError(f"{path}:{error.lineno}: not SQuAD JSON ({error.msg})") from None
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise DataError(f'{path}: expected an object with a "data" list (the SQuAD format)')
     examples, unfound = [], []

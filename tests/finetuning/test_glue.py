@@ -109,3 +109,26 @@ def test_batches_are_padded_to_their_longest_example_in_steps():
         iter(glue.classification_dataset(short, SPM, seq_length=128, batch_size=2, pad_to_multiple=None))
     )
     assert fixed["input_word_ids"].shape == (2, 128)
+
+
+def test_bytes_that_are_not_utf8_are_named_or_replaced(tmp_path):
+    """TSV, CSV and JSONL task data with a byte that is not UTF-8 (0xff, on line 3): refused naming the file,
+    the line and the byte's offset; with errors="replace" read as U+FFFD, as the served model reads it."""
+    tsv = tmp_path / "SST-2"
+    tsv.mkdir()
+    (tsv / "train.tsv").write_bytes(b"sentence\tlabel\na fine film\t1\nbad \xff byte\t0\n")
+    csv_file, jsonl = tmp_path / "train.csv", tmp_path / "train.jsonl"
+    csv_file.write_bytes(b"text,label\nfine,a\nbad \xff,b\n")
+    jsonl.write_bytes(b'{"text": "fine", "label": "a"}\n\n{"text": "bad \xff", "label": "b"}\n')
+    paths = {"train.tsv": tsv / "train.tsv", "train.csv": csv_file, "train.jsonl": jsonl}
+    for name, read in (
+        ("train.tsv", lambda errors: glue.read_glue(str(tsv), "sst-2", "train", errors)),
+        ("train.csv", lambda errors: glue.read_text_classification(str(csv_file), errors=errors)[0]),
+        ("train.jsonl", lambda errors: glue.read_text_classification(str(jsonl), errors=errors)[0]),
+    ):
+        offset = paths[name].read_bytes().index(b"\xff")
+        refused = rf"{name}:3: byte 0xff at offset {offset} is not UTF-8; .* --errors=replace"
+        with pytest.raises(glue.DataError, match=refused):
+            read("strict")
+        replaced = read("replace")[-1].text_a
+        assert replaced == ("bad \ufffd byte" if name == "train.tsv" else "bad \ufffd"), replaced

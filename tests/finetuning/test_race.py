@@ -52,3 +52,13 @@ def test_dataset_packs_each_choice_like_the_python_tokenizer(tmp_path):
             packed = python.pack(example.article, text, 24)
             assert features["input_word_ids"][row, choice].numpy().tolist() == packed.input_word_ids
     np.testing.assert_array_equal(labels, [1, 2])
+
+
+def test_bytes_that_are_not_utf8_are_named_or_replaced(tmp_path):
+    write(tmp_path, RECORD)
+    path = tmp_path / "train" / "high" / "1.txt"
+    path.write_bytes(path.read_bytes().replace(b"Tom", b"T\xffm", 1))
+    with pytest.raises(race.DataError, match=r"1\.txt:1: byte 0xff at offset \d+ is not UTF-8"):
+        race.read_race(str(tmp_path), "train", levels=("high",))
+    examples = race.read_race(str(tmp_path), "train", levels=("high",), errors="replace")
+    assert "T\ufffdm" in examples[0].article

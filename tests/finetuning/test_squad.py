@@ -170,3 +170,13 @@ def test_gold_logits_give_back_the_gold_answers(tokenizer, corpus_lines):
     assert answers["none"] == "" and no_answer["none"] == pytest.approx(1 / (1 + np.exp(-5.0)))
     assert no_answer[examples[0].qas_id] == pytest.approx(1 / (1 + np.exp(5.0)))
     assert metrics.squad_scores(answers, gold) == {"exact_match": 100.0, "f1": 100.0}
+
+
+def test_bytes_that_are_not_utf8_are_named_or_replaced(tmp_path):
+    path = tmp_path / "dev.json"
+    squad_file(path, [{"context": "Tom is here.", "qas": [{"id": "q", "question": "Who?", "answers": []}]}])
+    path.write_bytes(path.read_bytes().replace(b"Who?", b"Who\xff?"))
+    with pytest.raises(DataError, match=r"dev\.json:1: byte 0xff at offset \d+ is not UTF-8"):
+        squad.read_squad(str(path))
+    (example,) = squad.read_squad(str(path), errors="replace")
+    assert example.question == "Who\ufffd?"
