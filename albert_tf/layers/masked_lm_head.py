@@ -65,9 +65,13 @@ class MaskedLMHead(keras.layers.Layer):
         positions = ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
         gathered = ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
         x = self.layer_norm(self.activation(self.transform_dense(gathered)))  # (B, P, E)
-        table = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # (V, E)
-        logits = ops.matmul(x, ops.transpose(table))  # (B, P, V)
-        return ops.cast(logits, "float32") + self.output_bias
+        return self._logits(x, self.token_embedding.embeddings) + self.output_bias
+
+    def _logits(self, x, table):
+        """x [B, P, E] · table [V, E]ᵀ, multiplied in float32 whatever the compute dtype: a bfloat16
+        product would round each logit to 8 significant bits (301 to 300), which reorders near-tied
+        predictions. Returns float32 [B, P, V]."""
+        return ops.matmul(ops.cast(x, "float32"), ops.transpose(ops.cast(table, "float32")))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return (*masked_lm_positions_shape, self.token_embedding.input_dim)

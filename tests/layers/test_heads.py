@@ -41,3 +41,18 @@ def test_sentence_order_head():
         logits, pooled @ head.dense.kernel.numpy() + head.dense.bias.numpy(), atol=1e-6
     )
     assert SentenceOrderHead.from_config(head.get_config()).get_config() == head.get_config()
+
+
+def test_masked_lm_logits_are_multiplied_in_float32_under_mixed_bfloat16():
+    """Logits of 300 and 301 from bfloat16-exact inputs and table rows: a bfloat16 product rounds 301 to 300
+    (its spacing there is 2), which would tie the two tokens."""
+    table = keras.layers.Embedding(3, 4, dtype="mixed_bfloat16")
+    table.build((None,))
+    head = MaskedLMHead(table, dtype="mixed_bfloat16")
+    head.build((1, 2, 4))
+    x = keras.ops.cast(np.array([[[1, 1, 0, 0]]], "float32"), "bfloat16")  # (B, P, E)
+    rows = keras.ops.cast(np.array([[1, 1, 0, 0], [300, 0, 0, 0], [300, 1, 0, 0]], "float32"), "bfloat16")
+    logits = head._logits(x, rows)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    np.testing.assert_array_equal(np.asarray(logits)[0, 0], [2.0, 300.0, 301.0])
+
