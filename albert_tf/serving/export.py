@@ -211,7 +211,12 @@ class _Functions:
              num_choices],
             name="choice_count",
         )  # fmt: skip
-        with tf.control_dependencies([check]):
+        sizes = tf.debugging.Assert(
+            tf.equal(tf.shape(text)[0], tf.shape(choices)[0]),
+            ["multiple_choice: text and choices have different batch sizes:", tf.shape(text)[0], "and",
+             tf.shape(choices)[0]],
+        )  # fmt: skip
+        with tf.control_dependencies([check, sizes]):
             repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
         features = self.pack(repeated, tf.reshape(choices, [-1]))
         features = {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
@@ -220,6 +225,13 @@ class _Functions:
     def span(self, text, text_b):
         """Questions and contexts tf.string [batch] → the best answer of each, as run_squad decodes it."""
         s = self.span_settings
+        sizes = tf.debugging.Assert(
+            tf.equal(tf.size(text), tf.size(text_b)),
+            ["span: text (questions) and text_b (contexts) have different batch sizes:", tf.size(text), "and",
+             tf.size(text_b)],
+        )  # fmt: skip
+        with tf.control_dependencies([sizes]):
+            text_b = tf.identity(text_b)
         contexts = tf.strings.unicode_transcode(text_b, "UTF-8", "UTF-8", errors="replace")
         with tf.device(CPU):
             windows = span_inputs.windows(

@@ -55,4 +55,3 @@ def test_masked_lm_logits_are_multiplied_in_float32_under_mixed_bfloat16():
     logits = head._logits(x, rows)
     assert keras.backend.standardize_dtype(logits.dtype) == "float32"
     np.testing.assert_array_equal(np.asarray(logits)[0, 0], [2.0, 300.0, 301.0])
-

@@ -635,6 +635,24 @@ def test_bad_requests_are_refused_as_the_server_does(exports):
         servables["classifier"].run("nope", {"text": ["a"]})
 
 
+@pytest.mark.parametrize(
+    "name, inputs, refused",
+    [
+        ("classifier", {"text": ["a", "b"], "text_b": ["c"]}, r"text and text_b have different batch sizes"),
+        ("span", {"text": ["Who?", "Where?"], "text_b": ["Tom is here."]},
+         r"span: text \(questions\) and text_b \(contexts\) have different batch sizes"),
+        ("multiple_choice", {"text": ["q1", "q2"], "choices": np.array([["a", "b"]], object)},
+         r"multiple_choice: text and choices have different batch sizes"),
+    ],
+)  # fmt: skip
+def test_inputs_of_different_batch_sizes_are_refused_naming_both(exports, name, inputs, refused):
+    """Through the C++ loader: an InvalidArgument naming both sizes (2 and 1), never a gather's index error
+    or an answer for rows that were not asked."""
+    _, _, _, servables = exports
+    with pytest.raises(ServingError, match=rf"(?s){refused}:\D*2\D*and\D*1\b"):
+        servables[name].run("serving_default", inputs)
+
+
 LOADERS = """
 import base64, json, sys
 import numpy as np
