@@ -88,18 +88,28 @@ def class_names(model):
     return list(model.labels) if model.labels else [str(i) for i in range(model.num_classes)]
 
 
-def _positions_in_range(positions, width):
-    """An assertion that every masked position p of int [batch, P] satisfies 0 <= p < width; the error names
-    the first offending row, its position and the width (InvalidArgument through TF Serving)."""
-    bad = tf.where((positions < 0) | (positions >= width))[:1]  # [0 or 1, 2]: the first bad (row, column)
+def _in_range(values, name, end, what):
+    """An assertion that every value v of int [batch, ...] satisfies 0 <= v < end; the error names the input,
+    the first offending row, its value and the range (InvalidArgument through TF Serving). An id outside the
+    table fails a CPU's gather, and reads zeros on a GPU: an answer to another question."""
+    bad = tf.where((values < 0) | (values >= end))[:1]  # [0 or 1, rank]: the first bad index
     # The message's values are computed whether or not the check fails: padded with 0 for an empty request.
     row = tf.concat([bad[:, 0], [0]], axis=0)[0]
-    value = tf.concat([tf.gather_nd(positions, bad), [0]], axis=0)[0]
+    value = tf.concat([tf.gather_nd(values, bad), [0]], axis=0)[0]
     return tf.debugging.Assert(
         tf.shape(bad)[0] == 0,
-        ["serve_token_ids: masked_lm_positions row", row, "holds", value,
-         "outside the row's length (the input_word_ids width)", width],
-        name="masked_lm_positions_in_range",
+        [f"serve_token_ids: {name} row", row, "holds", value, f"outside [0, {what})", end],
+        name=f"{name}_in_range",
+    )  # fmt: skip
+
+
+def _same_shape(features, name, reference="input_word_ids"):
+    """An assertion that features[name] has the shape of features[reference], naming both shapes."""
+    return tf.debugging.Assert(
+        tf.reduce_all(tf.equal(tf.shape(features[name]), tf.shape(features[reference]))),
+        [f"serve_token_ids: {name} has shape", tf.shape(features[name]), f"but {reference} has",
+         tf.shape(features[reference])],
+        name=f"{name}_shape",
     )  # fmt: skip
 
 
@@ -123,6 +133,8 @@ class _Functions:
             self.surface_lengths = AlbertTokenizer(
                 tokenizer.model_file, tokenizer.do_lower_case
             ).surface_lengths
+        config = getattr(model, "encoder", model).config  # the encoder export is the encoder itself
+        self.vocab_size, self.type_vocab_size = config.vocab_size, config.type_vocab_size
         self.regression = task == "classifier" and model.num_classes == 1
         self.class_names = class_names(model) if task == "classifier" and not self.regression else None
 
@@ -168,14 +180,20 @@ class _Functions:
         row with the tensor's first element (tensorflow_serving/batching/batching_util.cc, PadTensor):
         [CLS], mask 1, and the first masked position. So the trailing run of [CLS] after a row's last other
         token is padding and is masked out; a [CLS] followed by a real token is a token (real tokens' outputs
-        do not change either way). Masked positions must lie in [0, width): a wrapped negative or a position
-        past the row would read another token than the Keras model does."""
+        do not change either way). The three inputs must have one shape, ids lie in [0, vocab_size) and type
+        ids in [0, type_vocab_size), masked positions in [0, width): a wrapped negative or a position past
+        the row would read another token than the Keras model does."""
         ids = features["input_word_ids"]
         width = tf.shape(ids)[-1]
         checks = [tf.debugging.assert_positive(width, message="serve_token_ids: input_word_ids has width 0; "
                                                "every row needs at least its [CLS] token")]  # fmt: skip
+        checks += [_same_shape(features, "input_mask"), _same_shape(features, "input_type_ids"),
+                   _in_range(ids, "input_word_ids", self.vocab_size, "vocab_size"),
+                   _in_range(features["input_type_ids"], "input_type_ids", self.type_vocab_size,
+                             "type_vocab_size")]  # fmt: skip
         if "masked_lm_positions" in features:
-            checks.append(_positions_in_range(features["masked_lm_positions"], width))
+            checks.append(_in_range(features["masked_lm_positions"], "masked_lm_positions", width,
+                                    "the input_word_ids width"))  # fmt: skip
         with tf.control_dependencies(checks):
             position = tf.range(width)
         last_other = tf.reduce_max(

@@ -366,6 +366,32 @@ def test_masked_positions_outside_the_row_are_refused(exports):
         servables["classifier"].run("serve_token_ids", empty)
 
 
+def test_token_ids_of_other_shapes_or_out_of_range_are_refused_naming_input_row_and_value(exports):
+    """serve_token_ids took an input_type_ids wider than input_word_ids (its extra columns dropped) and ids
+    past the tables (a gather error on a CPU, zeros on a GPU): each is refused, naming the input, the row,
+    the value and the range, or both shapes."""
+    _, models, _, servables = exports
+    config = models["classifier"].encoder.config
+    features = served_ids(["tiny", "a much longer text, with many more words in it"])
+    width = features["input_word_ids"].shape[1]
+    wider = np.concatenate([features["input_type_ids"], np.zeros((2, 3), np.int32)], axis=1)
+    with pytest.raises(ServingError, match=rf"input_type_ids has shape\] \[2 {width + 3}\] \[but "
+                       rf"input_word_ids has\] \[2 {width}\]"):  # fmt: skip
+        servables["classifier"].run("serve_token_ids", {**features, "input_type_ids": wider})
+    for name, row, value, end in (
+        ("input_word_ids", 1, config.vocab_size, config.vocab_size),
+        ("input_word_ids", 0, -3, config.vocab_size),
+        ("input_type_ids", 1, config.type_vocab_size, config.type_vocab_size),
+    ):
+        changed = features[name].copy()
+        changed[row, 1] = value
+        pattern = rf"{name} row\] \[{row}\] \[holds\] \[{value}\] \[outside \[0, \w+\)\] \[{end}\]"
+        with pytest.raises(ServingError, match=pattern):
+            servables["classifier"].run("serve_token_ids", {**features, name: changed})
+    logits = servables["classifier"].run("serve_token_ids", features)["logits"]
+    assert logits.shape == (2, models["classifier"].num_classes)  # the same request, well formed, is answered
+
+
 def test_bfloat16_exports_refuse_wrong_requests_as_float32_ones_do(exports, tmp_path):
     """The request checks live in the graph whatever the precision: a token-id request of width 0 and a
     span request without its context are refused by the bfloat16 exports too; an unknown precision is
