@@ -68,6 +68,36 @@ def test_every_link_names_a_file_and_heading_that_exist():
     assert not broken, "broken links:\n" + "\n".join(broken)
 
 
+# A section cited in plain text: `bench/README.md, "Quick start throughput"` (in code comments too, where a
+# comment's `#` may stand at the start of a wrapped line).
+CITED_SECTION = re.compile(r'(?P<page>(?:bench/)?README(?:\.md)?), "(?P<title>[^"]+)"')
+
+
+def _cited_sections(text):
+    unwrapped = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
+    return [(match["page"], match["title"]) for match in CITED_SECTION.finditer(unwrapped)]
+
+
+def test_every_section_cited_in_plain_text_is_a_heading_of_its_page():
+    titles = {}
+    for page in ("README.md", "bench/README.md"):
+        headings = [HEADING.match(line) for _, line in _outside_code(REPO / page)]
+        titles[page] = {heading["title"].strip() for heading in headings if heading}
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    missing = []
+    for name in listed:
+        if name.startswith("bench/results/") or not name.endswith((".md", ".py", ".flags", ".ipynb")):
+            continue
+        for page, title in _cited_sections((REPO / name).read_text(encoding="utf-8")):
+            page = page if page.endswith(".md") else page + ".md"
+            if title not in titles[page]:
+                missing.append(f"{name}: {page}, {title!r}")
+    assert not missing, "sections cited that their page does not have:\n" + "\n".join(missing)
+
+
 def test_anchors_follow_github_rules(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
