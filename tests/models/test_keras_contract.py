@@ -86,7 +86,7 @@ def test_xla_predictions_equal_eager():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy, tolerance", [("mixed_bfloat16", 0.15), ("mixed_float16", 0.02)])
+@pytest.mark.parametrize("policy, tolerance", [("mixed_bfloat16", 0.05), ("mixed_float16", 0.01)])
 def test_mixed_precision(policy, tolerance):
     reference = pretrainer_for()
     features = random_features(reference.encoder.config)
@@ -102,7 +102,11 @@ def test_mixed_precision(policy, tolerance):
     assert out["mlm_logits"].dtype == "float32" and out["sop_logits"].dtype == "float32"
     # Variables (LayerNorm included) stay float32; LayerNorm and softmax compute in float32.
     assert {w.dtype for w in pretrainer.weights} == {"float32"}
-    np.testing.assert_allclose(out["mlm_logits"], expected["mlm_logits"], atol=tolerance * 10, rtol=tolerance)
+    # bfloat16 keeps 8 significant bits, float16 11: the logits differ from float32's by 1.4% and 0.25% of
+    # their largest magnitude here, and the bounds are about 4x that; zero, negated or reordered logits are
+    # off by 100% of it or more.
+    scale = np.abs(expected["mlm_logits"]).max()
+    assert np.abs(out["mlm_logits"] - expected["mlm_logits"]).max() <= tolerance * scale
 
     compile_for_fit(pretrainer, jit_compile=True)
     history = pretrainer.fit(pretraining_dataset(pretrainer.encoder.config), epochs=2, verbose=0)
