@@ -142,8 +142,16 @@ def test_windows_cover_the_context_and_give_each_token_one_max_context(tokenizer
 def test_targets_point_at_the_answer_in_the_windows_that_hold_it(tokenizer, corpus_lines):
     example = long_example(corpus_lines)
     features = squad.squad_features([example], tokenizer, seq_length=64, doc_stride=24, max_query_length=5)
-    holding = np.flatnonzero(features.answerable)
-    assert 0 < len(holding) < len(features)
+    # Which windows hold the whole answer, from their context characters alone (not from the targets).
+    answer_start = example.answer_start
+    answer_end = answer_start + len(example.answers[0])
+    holding = []
+    for window, spans in enumerate(features.char_spans):
+        context = spans[spans[:, 0] >= 0]
+        if context[:, 0].min() <= answer_start and context[:, 1].max() >= answer_end:
+            holding.append(window)
+    assert 2 <= len(holding) < len(features)  # overlapping windows: the answer is in more than one
+    assert np.flatnonzero(features.answerable).tolist() == holding
     for window in range(len(features)):
         start, end = features.start_positions[window], features.end_positions[window]
         if window in holding:
