@@ -1,5 +1,6 @@
 """Tiny configs and inputs for tests: odd sizes so that a swapped axis fails loudly."""
 
+import ast
 import json
 import os
 import pathlib
@@ -197,3 +198,28 @@ def install_wheel(root):
     work = root / "work"
     work.mkdir()
     return python, work
+
+
+def repository_files():
+    """Paths (relative, POSIX) of the files git tracks or would add (untracked, not ignored) that exist."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    )  # fmt: skip
+    paths = sorted({path for path in listed.stdout.decode("utf-8").split("\0") if path})
+    return [path for path in paths if (REPO / path).is_file()]
+
+
+def setup_arguments():
+    """The literal keyword arguments of setup.py's setup() call, read without running it."""
+    call = next(
+        node for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup"
+    )  # fmt: skip
+    literal = {}
+    for keyword in call.keywords:
+        try:
+            literal[keyword.arg] = ast.literal_eval(keyword.value)
+        except ValueError:  # computed (the long description, the packages)
+            continue
+    return literal

@@ -2,9 +2,8 @@
 and documentation pages hold no dated measurement or session history. No TensorFlow here: text only."""
 
 import re
-import subprocess
 
-from tests.helpers import REPO
+from tests.helpers import REPO, repository_files
 
 # bench/'s results and its README hold the dated runs; its scripts are code like any other.
 EXCLUDED_FOLDERS = ("bench/README.md", "bench/results/", "bench/study/", "tests/testdata/")
@@ -14,16 +13,6 @@ ISO_DATE = re.compile(r"(?<!results/)\b20\d\d-\d\d-\d\d\b")
 # A named CPU model is a measurement's machine; cpuinfo flags (avx512_bf16, amx_bf16) are fine: code detects
 # them. The brackets keep this file's own pattern from matching itself.
 CPU_MODEL = re.compile(r"\b(EP[Y]C|Xe[o]n|Sapphire Rapid[s]|H1[0]0|H2[0]0|A1[0]0)\b", re.IGNORECASE)
-
-
-def _repository_files():
-    """Paths (relative, POSIX) of the files git tracks or would add (untracked, not ignored) that exist."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO, capture_output=True, check=True,
-    )  # fmt: skip
-    paths = sorted({path for path in listed.stdout.decode("utf-8").split("\0") if path})
-    return [path for path in paths if (REPO / path).is_file()]
 
 
 def _outside_bench(path):
@@ -64,7 +53,7 @@ def _matches(paths, pattern):
 def test_no_dated_measurement_outside_bench():
     """A date in code or a page is a measurement's or a session's: its figures belong in bench/README.md
     (with the command and CPU), its history in git."""
-    paths = [path for path in _repository_files() if _is_checked_for_dates(path)]
+    paths = [path for path in repository_files() if _is_checked_for_dates(path)]
     assert paths, "no files to check: the selection is wrong"
     found = _matches(paths, ISO_DATE)
     assert not found, "dated measurements or history outside bench/:\n" + "\n".join(found)
@@ -73,6 +62,6 @@ def test_no_dated_measurement_outside_bench():
 def test_no_session_history_in_code_comments():
     """Comments, docstrings and help texts say what the code does and why, not on which machine a figure was
     measured: that belongs in bench/README.md."""
-    paths = [path for path in _repository_files() if _outside_bench(path) and path.endswith(CODE_SUFFIXES)]
+    paths = [path for path in repository_files() if _outside_bench(path) and path.endswith(CODE_SUFFIXES)]
     found = _matches(paths, CPU_MODEL)
     assert not found, "CPU models named outside bench/:\n" + "\n".join(found)

@@ -2,10 +2,9 @@
 a heading of that file (GitHub's anchors: the heading lowercased, punctuation dropped, spaces as hyphens)."""
 
 import re
-import subprocess
 import urllib.parse
 
-from tests.helpers import REPO
+from tests.helpers import REPO, repository_files
 
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} +(?P<title>.+?) *#*$")
@@ -13,11 +12,7 @@ FENCE = re.compile(r"^ *```")
 
 
 def markdown_files():
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    return [REPO / name for name in listed if (REPO / name).is_file()]
+    return [REPO / name for name in repository_files() if name.endswith(".md")]
 
 
 def _outside_code(path):
@@ -83,12 +78,8 @@ def test_every_section_cited_in_plain_text_is_a_heading_of_its_page():
     for page in ("README.md", "bench/README.md"):
         headings = [HEADING.match(line) for _, line in _outside_code(REPO / page)]
         titles[page] = {heading["title"].strip() for heading in headings if heading}
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
     missing = []
-    for name in listed:
+    for name in repository_files():
         if name.startswith("bench/results/") or not name.endswith((".md", ".py", ".flags", ".ipynb")):
             continue
         for page, title in _cited_sections((REPO / name).read_text(encoding="utf-8")):

@@ -9,7 +9,6 @@ than it holds, the test appends flags to it, and the document says so in its tex
 guide cannot drift from the code.
 """
 
-import ast
 import dataclasses
 import os
 import re
@@ -20,7 +19,7 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, setup_arguments
 
 # In the order CI runs their blocks, in one folder: the README's walk first, then what builds on it.
 DOC_PAGES = (
@@ -250,19 +249,9 @@ def _requirement_names(requirements):
     return {re.split(r"[<>=!~\[ ]", requirement)[0] for requirement in requirements}
 
 
-def _setup_requirements():
-    """setup.py's install_requires and extras_require, read without running it."""
-    call = next(
-        node for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup"
-    )  # fmt: skip
-    keywords = {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords
-                if keyword.arg in ("install_requires", "extras_require")}  # fmt: skip
-    return keywords["install_requires"], keywords["extras_require"]
-
-
 def test_build_md_lists_what_each_install_command_installs():
-    install_requires, extras = _setup_requirements()
+    arguments = setup_arguments()
+    install_requires, extras = arguments["install_requires"], arguments["extras_require"]
     listed = {}
     for block in shell_blocks("BUILD.md"):
         for line in block.text.splitlines():

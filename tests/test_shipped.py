@@ -1,6 +1,5 @@
 """albert_tf.shipped: the names of the configs, recipes and sample files the package ships."""
 
-import ast
 import fnmatch
 import json
 import pathlib
@@ -8,7 +7,7 @@ import pathlib
 import pytest
 
 from albert_tf import shipped
-from tests.helpers import REPO
+from tests.helpers import setup_arguments
 
 
 def test_every_shipped_config_name_resolves_to_its_json():
@@ -81,18 +80,8 @@ def test_an_unknown_config_name_is_refused_with_the_names_there_are():
     assert shipped.resolve("albert_config_file", "missing/albert.json") == "missing/albert.json"
 
 
-def _package_data():
-    """setup.py's package_data globs for albert_tf, read without running it."""
-    call = next(
-        node for node in ast.walk(ast.parse((REPO / "setup.py").read_text()))
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup"
-    )  # fmt: skip
-    (keyword,) = [keyword for keyword in call.keywords if keyword.arg == "package_data"]
-    return ast.literal_eval(keyword.value)["albert_tf"]
-
-
 def test_the_wheel_holds_every_file_a_name_stands_for():
-    globs = _package_data()
+    globs = setup_arguments()["package_data"]["albert_tf"]
     named = [shipped.resolve("albert_config_file", name) for name in shipped.config_names()]
     for entry_point in shipped.RECIPE_FOLDERS:
         folder = shipped.CONFIGS / shipped.RECIPE_FOLDERS[entry_point]
