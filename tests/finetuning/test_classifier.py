@@ -86,6 +86,28 @@ def test_bad_label_names_file_and_line(setup, tmp_path):
     assert "train.tsv:3: label 'positive' is not one of 0, 1" in result.stderr
 
 
+@pytest.mark.slow
+def test_task_data_that_is_not_utf8_is_named_by_the_command_or_read_with_errors_replace(setup, tmp_path):
+    """The command as a user runs it: a byte that is not UTF-8 in train.tsv ends the run naming the file,
+    line and offset, and writes nothing; with --errors=replace the run trains and evaluates."""
+    folder = tmp_path / "SST-2"
+    folder.mkdir()
+    (folder / "train.tsv").write_bytes(b"sentence\tlabel\nfine\t1\nbad \xff byte\t0\n")
+    (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\nbad\t0\n", encoding="utf-8")
+    flags = ["--task_name=sst-2", f"--data_dir={folder}", f"--model_dir={setup / 'model'}",
+             "--max_seq_length=16", "--train_batch_size=2", "--train_step=2", "--warmup_step=1",
+             "--save_checkpoints_steps=2"]  # fmt: skip
+    command = [sys.executable, "-m", "albert_tf.run_classifier", *flags]
+    refused = subprocess.run([*command, f"--output_dir={tmp_path / 'strict'}"],
+                             cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 1 and not (tmp_path / "strict").exists()
+    assert "train.tsv:3: byte 0xff at offset 26 is not UTF-8" in refused.stderr, refused.stderr[-2000:]
+    replaced = subprocess.run([*command, f"--output_dir={tmp_path / 'replace'}", "--errors=replace"],
+                              cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert replaced.returncode == 0, replaced.stderr[-2000:]
+    assert (tmp_path / "replace" / "eval_results.json").is_file()
+
+
 def test_sequence_longer_than_the_model_is_refused(setup, tmp_path):
     result = run(setup, tmp_path / "out", "--max_seq_length=17")
     assert result.returncode == 1
