@@ -45,7 +45,7 @@ from albert_tf.models.precision import with_precision
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
-from albert_tf.text.tf_tokenizer import InGraphTokenizer
+from albert_tf.text.tf_tokenizer import InGraphTokenizer, assert_same_batch
 from albert_tf.text.tokenizer import AlbertTokenizer, check_fits_vocabulary
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
@@ -229,11 +229,8 @@ class _Functions:
              num_choices],
             name="choice_count",
         )  # fmt: skip
-        sizes = tf.debugging.Assert(
-            tf.equal(tf.shape(text)[0], tf.shape(choices)[0]),
-            ["multiple_choice: text and choices have different batch sizes:", tf.shape(text)[0], "and",
-             tf.shape(choices)[0]],
-        )  # fmt: skip
+        batch = tf.shape(text)[0]
+        sizes = assert_same_batch(batch, tf.shape(choices)[0], "multiple_choice: text and choices")
         with tf.control_dependencies([check, sizes]):
             repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
         features = self.pack(repeated, tf.reshape(choices, [-1]))
@@ -243,11 +240,9 @@ class _Functions:
     def span(self, text, text_b):
         """Questions and contexts tf.string [batch] → the best answer of each, as run_squad decodes it."""
         s = self.span_settings
-        sizes = tf.debugging.Assert(
-            tf.equal(tf.size(text), tf.size(text_b)),
-            ["span: text (questions) and text_b (contexts) have different batch sizes:", tf.size(text), "and",
-             tf.size(text_b)],
-        )  # fmt: skip
+        sizes = assert_same_batch(
+            tf.size(text), tf.size(text_b), "span: text (questions) and text_b (contexts)"
+        )
         with tf.control_dependencies([sizes]):
             text_b = tf.identity(text_b)
         contexts = tf.strings.unicode_transcode(text_b, "UTF-8", "UTF-8", errors="replace")

@@ -169,7 +169,7 @@ class InGraphTokenizer(tf.Module):
             # A seq_length too short for the specials keeps no tokens (the rows are cut to seq_length below).
             new_a, new_b = tf.maximum(new_a, 0), tf.maximum(new_b, 0)
             # pack_rows would broadcast one row of B over every row of A: refuse it, as row-wise ops do.
-            check = _assert_same_batch(ids_a.nrows(), ids_b.nrows(), "pack: text and text_b")
+            check = assert_same_batch(ids_a.nrows(), ids_b.nrows(), "pack: text and text_b")
             with tf.control_dependencies([check]):
                 new_a = tf.identity(new_a)
         if pad_to_multiple is None:
@@ -228,7 +228,7 @@ def gather_or(values, index, otherwise):
     return tf.where(inside, tf.gather(padded, tf.where(inside, index, tf.size(values))), otherwise)
 
 
-def _assert_same_batch(size_a, size_b, what):
+def assert_same_batch(size_a, size_b, what):
     """An op that fails (InvalidArgument, through any loader) naming both batch sizes when they differ."""
     return tf.debugging.Assert(
         tf.equal(size_a, size_b), [f"{what} have different batch sizes:", size_a, "and", size_b]
