@@ -63,7 +63,7 @@ class FolderError(ValueError):
     the flag and the folder."""
 
 
-def _missing_folders(folder):
+def missing_folders(folder):
     """folder and those of its parents that do not exist yet, outermost first."""
     missing = []
     while folder and not exists(folder):
@@ -86,24 +86,24 @@ def output_folders(paths, flag):
     made = []
     for path in paths:
         folder = os.path.dirname(os.fspath(path) if is_remote(path) else os.path.abspath(path))
-        for missing in _missing_folders(folder):
+        for missing in missing_folders(folder):
             try:
                 makedirs(missing)
             except Exception as error:  # OSError locally, tf.errors.OpError on other file systems
-                _remove_empty(made)
+                remove_empty(made)
                 raise FolderError(f"{flag}: cannot make the folder {missing} for {path} ({error})") from None
             made.append(missing)
         if not isdir(folder):
-            _remove_empty(made)
+            remove_empty(made)
             raise FolderError(f"{flag}: {folder}, the folder of {path}, is a file")
     try:
         yield
     except BaseException:
-        _remove_empty(made)
+        remove_empty(made)
         raise
 
 
-def _remove_empty(folders):
+def remove_empty(folders):
     """Removes those of folders (outermost first) that are empty, innermost first."""
     for folder in reversed(folders):
         with contextlib.suppress(Exception):

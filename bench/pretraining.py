@@ -39,7 +39,6 @@ def train_step_flops(batch_size):
 
 def ours(records, batch_size, output_dir, mixed_precision, jit_compile):
     """A callable running n training steps of our loop."""
-    import tensorflow as tf
 
     from albert_tf.pretraining.run import build
     from albert_tf.pretraining.settings import PretrainingSettings
@@ -58,7 +57,7 @@ def ours(records, batch_size, output_dir, mixed_precision, jit_compile):
         jit_compile=jit_compile,
     )
     run_ = build(settings)
-    return lambda steps: run_.trainer.loop(run_.controller.iterator, tf.constant(steps))[0].numpy()
+    return lambda steps: run_.engine.run_steps(steps)[0]["sums"].numpy()
 
 
 def keras_hub_peer(records, batch_size, jit_compile="auto"):

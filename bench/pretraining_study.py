@@ -335,7 +335,7 @@ def curves(work, records, recipe, folder="pretrain", first_step=0):
                     history.append({**own[step], "global_step": first_step + step})
                 else:
                     tf.train.Checkpoint(model=run_.model).restore(prefix).expect_partial()
-                    history.append({**run_.controller.evaluator.evaluate(), "global_step": first_step + step})
+                    history.append({**run_.task.evaluator.evaluate(), "global_step": first_step + step})
                 log(f"{model} model, step {first_step + step}, on {kind}: " + _summary(history[-1]))
             results[model][kind] = history
     with open(path + ".tmp", "w", encoding="utf-8") as file:
@@ -346,7 +346,7 @@ def curves(work, records, recipe, folder="pretrain", first_step=0):
 
 def _history_by_step(output):
     """{global step: evaluation} from a run's eval_history.jsonl; a resumed run's later entry wins."""
-    from albert_tf.pretraining.controller import EVAL_HISTORY_FILE
+    from albert_tf.training.engine import EVAL_HISTORY_FILE
 
     with open(os.path.join(output, EVAL_HISTORY_FILE), encoding="utf-8") as file:
         return {entry["global_step"]: entry for entry in map(json.loads, file)}
@@ -362,7 +362,7 @@ def _random_init_evaluation(run_, settings):
     keras.utils.set_random_seed(settings.seed)
     fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(settings.albert_config_file)))
     run_.model.set_weights(fresh.get_weights())
-    return run_.controller.evaluator.evaluate()
+    return run_.task.evaluator.evaluate()
 
 
 def _summary(result):

@@ -78,19 +78,18 @@ def seconds_to_first_step(input_file, steps, folder):
     Returns:
       (seconds, the run's resume line or "").
     """
-    import tensorflow as tf
 
     from albert_tf.pretraining.run import build
 
     output = os.path.join(folder, f"run-{len(os.listdir(folder))}")
     run_ = build(settings(input_file, output))
-    run_.trainer.batches.assign(steps)
-    run_.trainer.optimizer.iterations.assign(steps)
-    run_.controller.manager.save(checkpoint_number=steps)
+    run_.engine.batches.assign(steps)
+    run_.engine.optimizer.iterations.assign(steps)
+    run_.engine.manager.save(checkpoint_number=steps)
     started = time.perf_counter()
     resumed = build(settings(input_file, output))
-    assert resumed.trainer.step == steps
-    resumed.trainer.loop(resumed.controller.iterator, tf.constant(1))
+    assert resumed.engine.step == steps
+    resumed.engine.run_steps(1)
     seconds = time.perf_counter() - started
     return seconds, resumed.inputs.resume_cost(steps) or ""
 

@@ -5,10 +5,12 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import site
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -154,6 +156,26 @@ def assert_same_values(actual, expected, rel, abs, where=""):
 
 # What setup.py needs to build the wheel; copied out so that the build writes nothing into the checkout.
 WHEEL_INPUTS = ("setup.py", "pyproject.toml", "README.md", "albert_tf")
+
+
+def kill_once_saved(command, checkpoints, step, cwd):
+    """Starts `command` and kills it with SIGKILL once it has saved a checkpoint of `step` or later in the
+    folder `checkpoints`, whichever it is: one named checkpoint exists only for the few steps until
+    keep_checkpoint_max deletes it, a window a busy machine's poll can miss. Returns the saved step."""
+    import tensorflow as tf
+
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def saved_step():  # the step of the checkpoint a resumed run restores (0 before the first)
+        latest = tf.train.latest_checkpoint(str(checkpoints))
+        return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+    deadline = time.time() + 300
+    while saved_step() < step and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return saved_step()
 
 
 def run_checked(command, cwd, timeout=600, returncode=0):

@@ -1,10 +1,10 @@
 """Fine-tuning a classifier (GLUE or a CSV/JSONL dataset), keeping the best evaluation.
 
-`run(settings)` does what `python -m albert_tf.run_classifier` does (the loop: albert_tf/finetuning/loop.py):
-AlbertClassifier from a model directory, trained with cross-entropy (mean squared error for regression),
-evaluated on the dev set with the task's GLUE metrics; in `output_dir` a model directory whose
-`task_model.keras` is the best evaluation's model (ready for `export_saved_model --task=classifier`),
-`eval_results.json` and, with do_predict, `test_results.tsv`.
+`run(settings)` does what `python -m albert_tf.run_classifier` does (what every task shares:
+albert_tf/finetuning/task.py): AlbertClassifier from a model directory, trained with cross-entropy (mean
+squared error for regression), evaluated on the dev set with the task's GLUE metrics; in `output_dir` a
+model directory whose `task_model.keras` is the best evaluation's model (ready for `export_saved_model
+--task=classifier`), `eval_results.json` and, with do_predict, `test_results.tsv`.
 """
 
 import dataclasses
@@ -12,7 +12,7 @@ import dataclasses
 import keras
 import numpy as np
 
-from albert_tf.finetuning import glue, loop, metrics
+from albert_tf.finetuning import glue, metrics, task
 from albert_tf.models import AlbertClassifier
 
 # The metrics GLUE reports per task; the first one picks the best evaluation.
@@ -26,7 +26,7 @@ DEFAULT_METRICS = ("accuracy",)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierSettings(loop.FineTuningSettings):
+class ClassifierSettings(task.FineTuningSettings):
     """The `run_classifier` flags."""
 
     task_name: str
@@ -49,13 +49,13 @@ def evaluate(labels, predictions, names):
     return {name: functions[name](labels, predictions) for name in names}
 
 
-class ClassifierRun(loop.FineTuningRun):
+class ClassifierTask(task.FineTuningTask):
     """GLUE or CSV/JSONL classification (regression when the task has no label set)."""
 
     name = "run_classifier"
 
     def __init__(self, settings: ClassifierSettings):
-        self.task = settings.task_name.lower()
+        self.task_name = settings.task_name.lower()
         self._prediction_inputs = {}  # split → its batches without labels, built once (_predictions)
         super().__init__(settings)
 
@@ -67,7 +67,7 @@ class ClassifierRun(loop.FineTuningRun):
     def metric_names(self):
         if self.regression:
             return ("pearson", "spearman")
-        return TASK_METRICS.get(self.task, DEFAULT_METRICS)
+        return TASK_METRICS.get(self.task_name, DEFAULT_METRICS)
 
     def _example_losses(self, labels, logits):
         """Cross-entropy, or for regression the squared error of the score."""
@@ -88,16 +88,16 @@ class ClassifierRun(loop.FineTuningRun):
     def _read(self):
         """The splits asked for; sets self.labels (None for regression)."""
         s = self.settings
-        if self.task in glue.TASKS:
+        if self.task_name in glue.TASKS:
             if not s.data_dir:
-                raise ValueError(f"--data_dir is required for the GLUE task {self.task}")
-            self.labels = glue.TASKS[self.task].labels
+                raise ValueError(f"--data_dir is required for the GLUE task {self.task_name}")
+            self.labels = glue.TASKS[self.task_name].labels
             wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
             splits = [split for split, on in wanted.items() if on]
-            return {split: glue.read_glue(s.data_dir, self.task, split, s.errors) for split in splits}
-        if self.task != "text":
+            return {split: glue.read_glue(s.data_dir, self.task_name, split, s.errors) for split in splits}
+        if self.task_name != "text":
             raise ValueError(
-                f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {self.task!r}"
+                f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {self.task_name!r}"
             )
         files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
         labels, splits = s.labels, {}
@@ -109,12 +109,12 @@ class ClassifierRun(loop.FineTuningRun):
         self.labels = labels
         return splits
 
-    def _dataset(self, split, is_training=False):
+    def _dataset(self, split, is_training=False, start=None):
         s = self.settings
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return glue.classification_dataset(
             self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed,
-            do_lower_case=self.do_lower_case,
+            do_lower_case=self.do_lower_case, start=start,
         )  # fmt: skip
 
     def _predictions(self, split):
@@ -128,7 +128,7 @@ class ClassifierRun(loop.FineTuningRun):
         outputs = self.model.predict(self._prediction_inputs[split], verbose=0)
         return outputs[:, 0] if self.regression else np.argmax(outputs, axis=-1)
 
-    def evaluate(self):
+    def _evaluate(self):
         labels = [example.label for example in self.splits["dev"]]
         return evaluate(labels, self._predictions("dev"), self.metric_names)
 
@@ -145,5 +145,5 @@ def _features_only(features, label):
     return features
 
 
-def run(settings: ClassifierSettings, job_class=ClassifierRun):
-    return loop.run(settings, job_class)
+def run(settings: ClassifierSettings, task_class=ClassifierTask):
+    return task.run(settings, task_class)

@@ -21,7 +21,17 @@ flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation and prediction ba
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW, warmup then linear decay).")
 flags.DEFINE_integer("train_step", 1000, "Training steps.")
 flags.DEFINE_integer("warmup_step", 100, "Warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 200, "Steps between evaluations; the best one is kept.")
+flags.DEFINE_integer(
+    "save_checkpoints_steps", 200,
+    "Steps between checkpoints and evaluations: a run started again with the same flags resumes from the "
+    "last checkpoint; the best evaluation's weights are kept apart and end the run.",
+)  # fmt: skip
+flags.DEFINE_integer("keep_checkpoint_max", 2, "Training checkpoints kept (besides the best evaluation's).")
+flags.DEFINE_integer(
+    "gradient_accumulation_steps", 1,
+    "Micro-batches per update: the whole --train_batch_size's update in less memory (it must divide the "
+    "batch of each replica).",
+)  # fmt: skip
 flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the task head.")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", True, "Evaluate on the dev set and write eval_results.json.")

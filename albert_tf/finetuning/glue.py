@@ -196,9 +196,15 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
     return examples, tuple(labels)
 
 
+def repeat_from(batches, start):
+    """`batches` (one epoch) unchanged when start is None, else its epochs repeated without end from batch
+    number `start` on (a resumed run's input position)."""
+    return batches if start is None else batches.repeat().skip(start)
+
+
 def classification_dataset(
     examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32,
-    do_lower_case=True,
+    do_lower_case=True, start=None,
 ):  # fmt: skip
     """(features, label) batches for `model.fit`: in-graph tokenization, packed, truncated to seq_length.
 
@@ -207,6 +213,8 @@ def classification_dataset(
     Training data is shuffled (all examples, reshuffled each epoch) and batches are full; evaluation keeps
     the order and the last partial batch. Labels: int32 class index, or float32 for regression. Text is
     lowercased before SentencePiece unless do_lower_case is False (a cased model: model_dir.do_lower_case).
+    With `start` (training), the epochs repeat without end from batch number `start` on: the batches an
+    uninterrupted run reads from there, the skipped ones not tokenized.
     """
     if not examples:
         raise DataError("no examples")
@@ -222,7 +230,7 @@ def classification_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if is_training:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=is_training), start)
 
     def encode(batch):
         text_b = tokenizer.tokenize(batch["text_b"]) if pair else None

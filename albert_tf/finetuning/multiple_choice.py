@@ -1,4 +1,4 @@
-"""Fine-tuning on RACE: `AlbertMultipleChoice` over the four options, the classifier's loop otherwise.
+"""Fine-tuning on RACE: `AlbertMultipleChoice` over the four options, the classifier's task otherwise.
 
 `run(settings)` does what `python -m albert_tf.run_race` does; settings are `ClassifierSettings` with
 task_name "race" and data_dir the RACE folder (train/dev/test, each with high/ and middle/). The output
@@ -6,11 +6,11 @@ directory gets the best evaluation's model (task_model.keras), eval_results.json
 do_predict, test_results.tsv (the predicted letters).
 """
 
-from albert_tf.finetuning import classifier, loop, race
+from albert_tf.finetuning import classifier, race, task
 from albert_tf.models import AlbertMultipleChoice
 
 
-class RaceRun(classifier.ClassifierRun):
+class RaceTask(classifier.ClassifierTask):
     """The classifier run with RACE's reader, pipeline and multiple-choice model."""
 
     name = "run_race"
@@ -29,14 +29,14 @@ class RaceRun(classifier.ClassifierRun):
             self.settings.model_dir, num_choices=len(race.LETTERS), dropout_rate=self.settings.dropout_rate
         )
 
-    def _dataset(self, split, is_training=False):
+    def _dataset(self, split, is_training=False, start=None):
         s = self.settings
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return race.multiple_choice_dataset(
             self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed,
-            do_lower_case=self.do_lower_case,
+            do_lower_case=self.do_lower_case, start=start,
         )  # fmt: skip
 
 
 def run(settings):
-    return loop.run(settings, RaceRun)
+    return task.run(settings, RaceTask)

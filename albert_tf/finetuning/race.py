@@ -14,7 +14,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.finetuning.glue import DataError, read_task_text, repeat_from
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 LETTERS = "ABCD"
@@ -78,12 +78,14 @@ def _read_file(path, errors):
 
 
 def multiple_choice_dataset(
-    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, do_lower_case=True
+    examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, do_lower_case=True,
+    start=None,
 ):  # fmt: skip
     """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch].
 
     Training data is shuffled each epoch and batches are full; evaluation keeps order and the last batch.
-    Text is lowercased before SentencePiece unless do_lower_case is False (a cased model).
+    Text is lowercased before SentencePiece unless do_lower_case is False (a cased model). `start`: as
+    glue.classification_dataset's.
     """
     if not examples:
         raise DataError("no examples")
@@ -98,7 +100,7 @@ def multiple_choice_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if is_training:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=is_training), start)
 
     def encode(batch):
         articles = tf.reshape(tf.repeat(batch["article"][:, None], count, axis=1), [-1])

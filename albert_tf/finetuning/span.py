@@ -1,6 +1,7 @@
 """Fine-tuning on SQuAD v1.1 / v2.0: `AlbertSpanLabeler` on windowed features, scored as the official scripts.
 
-`run(settings)` does what `python -m albert_tf.run_squad` does (the loop: albert_tf/finetuning/loop.py).
+`run(settings)` does what `python -m albert_tf.run_squad` does (what every task shares:
+albert_tf/finetuning/task.py).
 Training minimizes the mean of the start and end cross-entropies (the original's loss) and, for v2.0, half
 the answerability head's binary cross-entropy (whether a window holds the answer; the original v2.0
 weight). Evaluation predicts `predict_file`, maps the best spans back to context text and reports
@@ -16,14 +17,14 @@ import json
 
 import keras
 
-from albert_tf.finetuning import loop, metrics, span_decoding, squad
+from albert_tf.finetuning import metrics, span_decoding, squad, task
 from albert_tf.finetuning.glue import DataError
 from albert_tf.models import AlbertSpanLabeler
 from albert_tf.text.tokenizer import AlbertTokenizer
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadSettings(loop.FineTuningSettings):
+class SquadSettings(task.FineTuningSettings):
     """The `run_squad` flags."""
 
     train_file: str | None = None
@@ -36,7 +37,7 @@ class SquadSettings(loop.FineTuningSettings):
     null_score_threshold: float = 0.0
 
 
-class SquadRun(loop.FineTuningRun):
+class SquadTask(task.FineTuningTask):
     """SQuAD: train on train_file, evaluate and predict predict_file."""
 
     name = "run_squad"
@@ -102,13 +103,14 @@ class SquadRun(loop.FineTuningRun):
             loss += 0.5 * answerable
         return loss
 
-    def _dataset(self, split, is_training=False):
+    def _dataset(self, split, is_training=False, start=None):
         s = self.settings
         features = self.splits[split] if is_training else self.splits[split][1]
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return squad.span_dataset(
-            features, batch, is_training=is_training, answerability=s.version_2_with_negative, seed=s.seed
-        )
+            features, batch, is_training=is_training, answerability=s.version_2_with_negative, seed=s.seed,
+            start=start,
+        )  # fmt: skip
 
     def _answers(self, split):
         s = self.settings
@@ -130,7 +132,7 @@ class SquadRun(loop.FineTuningRun):
             null_score_threshold=s.null_score_threshold,
         ).save(directory)  # fmt: skip
 
-    def evaluate(self):
+    def _evaluate(self):
         examples, _ = self.splits["dev"]
         answers, _ = self._answers("dev")
         return metrics.squad_scores(answers, {example.qas_id: list(example.answers) for example in examples})
@@ -144,4 +146,4 @@ class SquadRun(loop.FineTuningRun):
 
 
 def run(settings: SquadSettings):
-    return loop.run(settings, SquadRun)
+    return task.run(settings, SquadTask)

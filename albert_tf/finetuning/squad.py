@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.finetuning import span_decoding
-from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.finetuning.glue import DataError, read_task_text, repeat_from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +250,9 @@ def _max_context_windows(windows, length):
     return np.argmax(scores, axis=0)
 
 
-def span_dataset(features, batch_size, is_training=False, answerability=False, seed=12345):
-    """tf.data batches of (inputs, targets) for training, inputs only otherwise.
+def span_dataset(features, batch_size, is_training=False, answerability=False, seed=12345, start=None):
+    """tf.data batches of (inputs, targets) for training, inputs only otherwise; `start`: as
+    glue.classification_dataset's.
 
     Targets are named as `AlbertSpanLabeler`'s outputs: start_logits, end_logits (int32 [batch] positions)
     and, with answerability, answerable_logits (float32 [batch], 1 if the window holds the answer).
@@ -266,7 +267,7 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
         targets["answerable_logits"] = features.answerable.astype(np.float32)
     dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
     dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return repeat_from(dataset.batch(batch_size, drop_remainder=True), start).prefetch(tf.data.AUTOTUNE)
 
 
 def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=30, null_score_threshold=0.0):

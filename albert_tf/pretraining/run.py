@@ -16,8 +16,8 @@ variables. With `do_train=False` it evaluates the latest checkpoint in output_di
 reports the step those weights were trained to (null when init_checkpoint does not say: a Hugging Face
 directory, a model directory written before global_step.json existed).
 
-The parts: input.py (datasets), trainer.py (model, optimizer, compiled steps), evaluator.py,
-controller.py (the loop, checkpoints, logs), run_log.py.
+The parts: input.py (datasets), task.py (model, optimizer, losses: what the training engine,
+albert_tf/training/engine.py, trains), evaluator.py.
 """
 
 import dataclasses
@@ -29,30 +29,16 @@ import tensorflow as tf
 from albert_tf import file_io
 from albert_tf.config import AlbertConfig
 from albert_tf.models import model_dir
-from albert_tf.pretraining.controller import Controller, TrainingError
-from albert_tf.pretraining.evaluator import PretrainingEvaluator
 from albert_tf.pretraining.input import PretrainingInput
-from albert_tf.pretraining.run_log import RunLog
 from albert_tf.pretraining.settings import PretrainingSettings
-from albert_tf.pretraining.trainer import PretrainingTrainer
+from albert_tf.pretraining.task import PretrainingTask
 from albert_tf.text.tokenizer import check_fits_vocabulary
 from albert_tf.training import distribution
+from albert_tf.training.engine import Engine, EngineSettings, TrainingError, check_batch
+from albert_tf.training.run_log import RunLog
 
 __all__ = ["PretrainingRun", "PretrainingSettings", "TrainingError", "build", "run"]
 EVAL_RESULTS_FILE = "eval_results.json"
-
-
-def _check_batches(settings, replicas):
-    s = settings
-    if s.train_batch_size % (replicas * s.gradient_accumulation_steps):
-        raise ValueError(
-            f"--train_batch_size={s.train_batch_size} must be divisible by the {replicas} replica(s) "
-            f"times --gradient_accumulation_steps={s.gradient_accumulation_steps}"
-        )
-    if s.eval_batch_size % replicas:
-        raise ValueError(
-            f"--eval_batch_size={s.eval_batch_size} must be divisible by the {replicas} replica(s)"
-        )
 
 
 def _training_checkpoint(path):
@@ -68,7 +54,7 @@ def _training_checkpoint(path):
     )
 
 
-def _start_from(trainer, path, log, train):
+def _start_from(task, engine, path, log, train):
     """Loads --init_checkpoint's weights (a training checkpoint's optimizer too when not `train`).
 
     Returns:
@@ -78,16 +64,14 @@ def _start_from(trainer, path, log, train):
     prefix = _training_checkpoint(path)
     if prefix:
         # A run starts a new optimizer; evaluation alone takes the saved one, for its step count.
-        parts = (
-            {"model": trainer.model} if train else {"model": trainer.model, "optimizer": trainer.optimizer}
-        )
+        parts = {"model": task.model} if train else {"model": task.model, "optimizer": task.optimizer}
         tf.train.Checkpoint(**parts).restore(prefix).expect_partial()
         log.line(f"weights from the training checkpoint {prefix}")
-        return None, trainer.step
+        return None, engine.step
     from albert_tf.checkpoints import convert
 
     conversion = convert.from_any(path)
-    trainer.load_weights_of(conversion.pretrainer, path)
+    task.load_weights_of(conversion.pretrainer, path)
     for note in conversion.notes:
         log.line(note)
     return conversion.spm_model, conversion.global_step
@@ -99,22 +83,39 @@ class PretrainingRun:
 
     settings: PretrainingSettings
     strategy: tf.distribute.Strategy
-    trainer: PretrainingTrainer
+    task: PretrainingTask
+    engine: Engine
     inputs: PretrainingInput
-    controller: Controller
     log: RunLog
-    chief: bool
     spm_model: str | None
+    step_known: bool = True
 
     @property
     def model(self):
-        return self.trainer.model
+        return self.task.model
+
+    @property
+    def chief(self):
+        return self.engine.chief
 
     def train(self):
-        return self.controller.train()
+        """Trains to num_train_steps, evaluating every eval_every_steps and at the end; returns the last
+        evaluation (None without held-out records)."""
+        return self.engine.train()
 
     def evaluate(self):
-        return self.controller.evaluate()
+        return self.engine.evaluate(step_known=self.step_known)
+
+
+def engine_settings(settings: PretrainingSettings) -> EngineSettings:
+    s = settings
+    return EngineSettings(
+        output_dir=s.output_dir, train_steps=s.num_train_steps, train_batch_size=s.train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps, steps_per_loop=s.steps_per_loop,
+        log_every_steps=s.log_every_steps, save_checkpoints_steps=s.save_checkpoints_steps,
+        keep_checkpoint_max=s.keep_checkpoint_max, eval_every_steps=s.eval_every_steps,
+        jit_compile=s.jit_compile, loss_scaling=s.mixed_precision == "float16",
+    )  # fmt: skip
 
 
 def build(settings: PretrainingSettings) -> PretrainingRun:
@@ -123,64 +124,50 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
     s.check()
     # First: multi-worker collectives must be configured before TensorFlow runs any op.
     strategy = distribution.create_strategy(s.strategy, s.tpu)
-    _check_batches(s, strategy.num_replicas_in_sync)
+    check_batch(engine_settings(s), strategy)
+    replicas = strategy.num_replicas_in_sync
+    if s.eval_batch_size % replicas:
+        raise ValueError(
+            f"--eval_batch_size={s.eval_batch_size} must be divisible by the {replicas} replica(s)"
+        )
     keras.utils.set_random_seed(s.seed)
     distribution.set_precision(s.mixed_precision)
-    chief = distribution.is_chief(strategy)
-    log = RunLog("run_pretraining", s.output_dir, chief)
+    log = RunLog("run_pretraining", s.output_dir, distribution.is_chief(strategy))
     config = AlbertConfig.from_json_file(s.albert_config_file)
     inputs = PretrainingInput(s, config.vocab_size, log)
-    trainer = PretrainingTrainer(s, strategy, config)
-
-    checkpoint = tf.train.Checkpoint(**trainer.checkpointed())
-    directory = file_io.join(s.output_dir, "checkpoints")
-    if not chief:
-        directory = file_io.join(directory, f"worker_{distribution.task_id(strategy)}")
-    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=s.keep_checkpoint_max)
+    task = PretrainingTask(s, strategy, config, inputs)
+    engine = Engine(task, engine_settings(s), strategy, log)
     spm_model = s.spm_model_file
     step_known = True
-    if manager.latest_checkpoint:
-        status = checkpoint.restore(manager.latest_checkpoint)
-        (status.assert_existing_objects_matched() if s.do_train else status.expect_partial())
-        log.line(f"resumed from {manager.latest_checkpoint} at step {trainer.step}")
-    elif s.init_checkpoint:
-        converted_spm, evaluated_step = _start_from(trainer, s.init_checkpoint, log, s.do_train)
+    restored = engine.restore(partial=not s.do_train)
+    if not restored and s.init_checkpoint:
+        converted_spm, evaluated_step = _start_from(task, engine, s.init_checkpoint, log, s.do_train)
         spm_model = spm_model or converted_spm
         if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
             step_known = evaluated_step is not None
-            trainer.optimizer.iterations.assign(evaluated_step or 0)
-    elif not s.do_train:
-        raise ValueError(f"nothing to evaluate: no checkpoint in {directory} and no --init_checkpoint")
+            task.optimizer.iterations.assign(evaluated_step or 0)
+    elif not restored and not s.do_train:
+        raise ValueError(
+            f"nothing to evaluate: no checkpoint in {engine.manager.directory} and no --init_checkpoint"
+        )
     if s.init_checkpoint and not spm_model:
         spm_model = model_dir.spm_model_file(s.init_checkpoint)
     if spm_model:  # before the first step: an id past the embedding table fails mid-graph, or reads zeros
         check_fits_vocabulary(spm_model, config.vocab_size, s.albert_config_file)
-
-    evaluator = None
-    if inputs.eval_files:
-        evaluator = PretrainingEvaluator(
-            strategy, trainer.model, inputs.eval_dataset, s.max_eval_steps, jit_compile=s.jit_compile
-        )
-    start = int(trainer.batches.numpy())
-    iterator = None
-    if s.do_train and trainer.step < s.num_train_steps:
+    start = int(engine.batches.numpy())
+    if s.do_train and engine.step < s.num_train_steps:
         cost = inputs.resume_cost(start)
         if cost:
             log.line(cost)
-        iterator = iter(strategy.distribute_datasets_from_function(lambda c: inputs.train_dataset(c, start)))
-    controller = Controller(
-        s, trainer, iterator, manager, log, evaluator, chief, step_known=step_known,
-        damaged_shard=inputs.damaged_shard,
-    )  # fmt: skip
-    return PretrainingRun(s, strategy, trainer, inputs, controller, log, chief, spm_model)
+    return PretrainingRun(s, strategy, task, engine, inputs, log, spm_model, step_known)
 
 
 def run(settings: PretrainingSettings):
     """Trains (do_train), evaluates (do_eval), writes the outputs; returns the final eval results or None."""
     run_ = build(settings)
-    if settings.do_train:
-        run_.train()
-    results = run_.evaluate() if run_.controller.evaluator else None
+    results = run_.train() if settings.do_train else None
+    if results is None and run_.task.evaluator:  # evaluation alone, or a run already at its last step
+        results = run_.evaluate()
     if run_.chief:
         _write_outputs(run_, results)
     return results
@@ -191,14 +178,14 @@ def _write_outputs(run_, results):
     s, log = run_.settings, run_.log
     if s.do_train:
         model_dir.save_model_dir(
-            run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.trainer.step,
+            run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.engine.step,
             do_lower_case=run_.inputs.do_lower_case,
         )  # fmt: skip
         log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
     if results is not None:
         path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)
         file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
-        history = run_.controller.history_path
+        history = run_.engine.history_path
         log.line(f"evaluation: {', '.join([path] + ([history] if file_io.exists(history) else []))}")
     if log.summary_folders():
         log.line(f"TensorBoard: tensorboard --logdir {s.output_dir}")

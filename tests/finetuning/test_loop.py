@@ -15,6 +15,8 @@ import os
 import pathlib
 import random
 import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -28,6 +30,7 @@ from tests.helpers import (
     SAMPLE_CORPUS,
     SAMPLE_SPM,
     assert_same_values,
+    kill_once_saved,
     run_on_two_devices,
     run_on_two_workers,
     tiny_config,
@@ -165,7 +168,7 @@ def assert_same_run(one, two, outputs, logs):
 
 
 def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
-    run_ = classifier.ClassifierRun(classifier_settings(data, tmp_path))
+    run_ = classifier.ClassifierTask(classifier_settings(data, tmp_path))
     inputs, labels = next(iter(run_._dataset("train", is_training=True)))
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(run_._example_losses(labels, run_.model(inputs, training=True)))
@@ -173,7 +176,7 @@ def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
 
 
 def test_shift_invariant_biases_get_only_rounding(data, tmp_path):
-    run_ = span.SquadRun(squad_settings(data, tmp_path))
+    run_ = span.SquadTask(squad_settings(data, tmp_path))
     inputs, targets = next(iter(run_._dataset("train", is_training=True)))
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(run_._example_losses(targets, run_.model(inputs, training=True)))
@@ -286,3 +289,65 @@ def test_squad_and_race_on_two_devices_match_one_device(task, data, tmp_path, ca
     run_in_process(one)
     result = run_on_two_devices(module, flags_of(one, output_dir=tmp_path / "two", strategy="mirrored"))
     assert_same_run(tmp_path / "one", tmp_path / "two", outputs, [capsys.readouterr().err, result.stderr])
+
+
+# Resuming and accumulating ------------------------------------------------------------------------------
+
+# Task → (settings, entry point, prediction files compared besides eval_results.json).
+RESUMED_TASKS = {
+    "classifier": (classifier_settings, "albert_tf.run_classifier", []),
+    "squad": (squad_settings, "albert_tf.run_squad", ["predictions.json"]),
+}
+
+
+def run_module(module, args):
+    result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def checkpoint_values(folder):
+    """Name → value of the variables of the latest checkpoint in folder."""
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(folder)))
+    names = [name for name in reader.get_variable_to_shape_map() if name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert len(names) > 20 and any(name.startswith("seeds/") for name in names), names
+    return {name: reader.get_tensor(name) for name in names}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", sorted(RESUMED_TASKS))
+def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, data, tmp_path):
+    # With dropout: its masks come from seed states that the checkpoints hold. Killed once a checkpoint of
+    # step 8 or later is written (a second save: the resume is not from the first), with 32 steps and 8
+    # evaluations left.
+    make_settings, module, outputs = RESUMED_TASKS[task]
+    whole = dataclasses.replace(
+        make_settings(data, tmp_path / "whole"), train_step=40, save_checkpoints_steps=4, dropout_rate=0.1
+    )
+    run_module(module, flags_of(whole))
+    interrupted = flags_of(whole, output_dir=tmp_path / "killed")
+    killed = tmp_path / "killed"
+    kill_once_saved([sys.executable, "-m", module, *interrupted], killed / "checkpoints", 8, cwd=ROOT)
+    assert not (killed / "eval_results.json").exists(), "the run ended before it was killed"
+    resumed = run_module(module, interrupted)
+    steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]
+    assert len(steps) == 1 and 8 <= steps[0] < 40, resumed.stderr[-2000:]
+    # The last step's state (weights, optimizer, dropout seeds, input position), then what the run ends with
+    # (the best evaluation's model, which may predate the kill).
+    for first, second in [
+        [checkpoint_values(folder / "checkpoints") for folder in (tmp_path / "whole", killed)],
+        [weights(folder) for folder in (tmp_path / "whole", killed)],
+    ]:
+        assert first.keys() == second.keys()
+        for name in first:
+            np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+    for name in ("eval_results.json", *outputs):
+        assert (tmp_path / "whole" / name).read_text() == (killed / name).read_text(), name
+
+
+def test_gradient_accumulation_gives_the_whole_batch_update(data, tmp_path, capsys):
+    one = classifier_settings(data, tmp_path / "one")
+    classifier.run(one)
+    whole_batch = capsys.readouterr().err
+    classifier.run(dataclasses.replace(one, output_dir=str(tmp_path / "two"), gradient_accumulation_steps=4))
+    assert_same_run(tmp_path / "one", tmp_path / "two", [], [whole_batch, capsys.readouterr().err])

@@ -9,10 +9,8 @@ import json
 import os
 import pathlib
 import re
-import signal
 import subprocess
 import sys
-import time
 
 import h5py
 import keras
@@ -24,11 +22,18 @@ from albert_tf import features
 from albert_tf.checkpoints import convert, tf1_variables
 from albert_tf.models import model_dir
 from albert_tf.pretraining import dataset, losses
-from albert_tf.pretraining.controller import TrainingError
 from albert_tf.pretraining.run import build, run
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.text.tokenizer import TokenizerError
-from tests.helpers import SAMPLE_SPM, run_on_two_devices, run_on_two_workers, small_spm, tiny_config
+from albert_tf.training.engine import TrainingError
+from tests.helpers import (
+    SAMPLE_SPM,
+    kill_once_saved,
+    run_on_two_devices,
+    run_on_two_workers,
+    small_spm,
+    tiny_config,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ, PREDICTIONS, VOCAB = 16, 3, 97
@@ -333,7 +338,7 @@ def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face
                 spm_model_file=spm,
             )
         )
-        assert run_.trainer.step == 0  # weights only: a new run
+        assert run_.engine.step == 0  # weights only: a new run
         for ours, theirs in zip(run_.model.weights, trained.weights, strict=True):
             np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs), err_msg=source)
     other = str(tmp_path / "wide.json")
@@ -433,26 +438,13 @@ def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
     # Killed once a checkpoint of step 8 or later is written (a second save: the resume is not from the
-    # first), whichever it is: one named checkpoint exists only for the few steps until max_to_keep deletes
-    # it, a window a busy machine's poll can miss. After step 8 the run has 192 steps left: seconds on a CPU.
+    # first). After step 8 the run has 192 steps left: seconds on a CPU.
     run_settings = settings(data, tmp_path / "whole", num_train_steps=200, save_checkpoints_steps=4,
                             steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
     run_module(flags_of(run_settings))
     interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-    def saved_step():  # the step of the checkpoint a resumed run restores (0 before the first)
-        latest = tf.train.latest_checkpoint(str(tmp_path / "killed" / "checkpoints"))
-        return int(latest.rsplit("-", 1)[1]) if latest else 0
-
-    deadline = time.time() + 300
-    while saved_step() < 8 and process.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    command = [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted]
+    kill_once_saved(command, tmp_path / "killed" / "checkpoints", 8, cwd=ROOT)
     assert not (tmp_path / "killed" / model_dir.WEIGHTS_FILE).exists(), "the run ended before it was killed"
     resumed = run_module(interrupted)
     steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]
@@ -493,8 +485,9 @@ def test_multi_worker_on_loopback_matches_one_process(one_process_on_one_file, t
         dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
     )
     run_on_two_workers("albert_tf.run_pretraining", [args, args])
-    # Worker 0 wrote the model directory; worker 1 only its own checkpoints.
-    assert (tmp_path / "two" / "checkpoints" / "worker_1").is_dir()
+    # Worker 0 wrote the run; worker 1 kept its checkpoints in a scratch folder, removed at the end.
+    assert (tmp_path / "two" / "checkpoints" / "checkpoint").is_file()
+    assert not (tmp_path / "two" / "checkpoints" / "worker_1").exists()
     assert_same_weights(base.output_dir, tmp_path / "two", atol=2e-6)
     # Evaluation reads every held-out record once across the workers, as the single process does.
     one, two = (json.loads((directory / "eval_results.json").read_text())
@@ -508,7 +501,7 @@ def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_w
     one_process_on_one_file, tmp_path
 ):
     # The cluster of Vertex AI, Kubeflow's TFJob and SageMaker: a `chief` task beside worker 0, each told its
-    # own --output_dir. The chief writes the run; worker 0 writes no model directory, results or summaries.
+    # own --output_dir. The chief writes the run; worker 0 leaves nothing behind.
     base = one_process_on_one_file
     chief, worker = (
         flags_of(dataclasses.replace(base, output_dir=str(tmp_path / name), strategy="multi_worker_mirrored"))
@@ -518,5 +511,5 @@ def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_w
     assert "run_pretraining: step 6/6" in outputs[0] and "run_pretraining: step" not in outputs[1]
     assert_same_weights(base.output_dir, tmp_path / "chief", atol=2e-6)
     assert (tmp_path / "chief" / "eval_results.json").is_file()
-    written = sorted(str(path.relative_to(tmp_path / "worker")) for path in (tmp_path / "worker").rglob("*"))
-    assert all(name.startswith("checkpoints") for name in written), written
+    # Its checkpoints went to a scratch folder of its own, removed with the folders made for it at the end.
+    assert not (tmp_path / "worker").exists()

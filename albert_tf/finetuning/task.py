@@ -1,0 +1,205 @@
+"""What every fine-tuning entry point shares (run_classifier, run_race, run_squad): its settings, the task
+the training engine trains (albert_tf/training/engine.py), and `run`.
+
+A task subclasses `FineTuningTask` and says how to read its data (`_read`), build its model (`_build_model`),
+make batches (`_dataset`), what loss to train (`_example_losses`), how to score the dev split (`_evaluate`,
+`metric_names`) and what to predict (`predict`). The training: the original's AdamW (no bias correction,
+weight decay 0.01, clipping 1.0) with warmup + linear decay; an evaluation every `save_checkpoints_steps`,
+when a checkpoint is saved; the best evaluation's weights kept and restored at the end. In `output_dir`: a
+model directory whose `task_model.keras` is the best evaluation's model (ready for `export_saved_model`),
+`eval_results.json` (metrics by name, from the best evaluation, and its `global_step`), the evaluation
+history, checkpoints and TensorBoard summaries. A run started again with the same flags resumes from its last
+checkpoint and ends as an uninterrupted run does.
+
+Under any strategy the batch sizes are global. Each global batch is split between the replicas as Keras
+splits it for `fit` (`experimental_distribute_dataset`), and the engine makes the one-device update from
+them. Only the chief writes the run's outputs. Evaluation is `model.predict`, which distributes and gathers
+in order on every strategy.
+"""
+
+import dataclasses
+import json
+
+import keras
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.models import model_dir
+from albert_tf.text.tokenizer import check_fits_vocabulary
+from albert_tf.training import distribution
+from albert_tf.training.engine import Engine, EngineSettings, Task, check_batch
+from albert_tf.training.optimizers import AdamWeightDecay
+from albert_tf.training.run_log import RunLog
+from albert_tf.training.schedules import WarmupPolynomialDecay
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FineTuningSettings:
+    """The flags every fine-tuning entry point takes."""
+
+    model_dir: str
+    output_dir: str
+    max_seq_length: int = 128
+    train_batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float = 2e-5
+    train_step: int = 1000
+    warmup_step: int = 100
+    save_checkpoints_steps: int = 200
+    keep_checkpoint_max: int = 2
+    gradient_accumulation_steps: int = 1
+    dropout_rate: float = 0.1
+    do_train: bool = True
+    do_eval: bool = True
+    do_predict: bool = False
+    strategy: str = "default"
+    tpu: str | None = None
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    seed: int = 12345
+    errors: str = "strict"
+
+
+def engine_settings(settings: FineTuningSettings) -> EngineSettings:
+    """Fine-tuning steps, logs, evaluates and saves every save_checkpoints_steps."""
+    s = settings
+    every = s.save_checkpoints_steps
+    return EngineSettings(
+        output_dir=s.output_dir, train_steps=s.train_step, train_batch_size=s.train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps, steps_per_loop=every,
+        log_every_steps=every, save_checkpoints_steps=every, keep_checkpoint_max=s.keep_checkpoint_max,
+        eval_every_steps=every,
+        jit_compile=s.jit_compile, loss_scaling=s.mixed_precision == "float16",
+    )  # fmt: skip
+
+
+class FineTuningTask(Task):
+    """Reads the data, builds the model and its optimizer under the run's strategy; what the engine trains,
+    `predict()`."""
+
+    name = "fine-tuning"  # the entry point, in progress lines
+
+    def __init__(self, settings: FineTuningSettings):
+        self.settings = s = settings
+        # First: multi-worker collectives must be configured before TensorFlow runs any op.
+        self.strategy = distribution.create_strategy(s.strategy, s.tpu)
+        self.chief = distribution.is_chief(self.strategy)
+        check_batch(engine_settings(s), self.strategy)
+        keras.utils.set_random_seed(s.seed)
+        distribution.set_precision(s.mixed_precision)
+        self.spm = model_dir.spm_model_file(s.model_dir)
+        if not self.spm:
+            raise FileNotFoundError(f"{s.model_dir} has no spm.model")
+        self.do_lower_case = model_dir.do_lower_case(s.model_dir)  # a cased model's text keeps its case
+        config = model_dir.load_config(s.model_dir)
+        check_fits_vocabulary(self.spm, config.vocab_size, file_io.join(s.model_dir, model_dir.CONFIG_FILE))
+        positions = config.max_position_embeddings
+        if s.max_seq_length > positions:
+            raise ValueError(
+                f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
+            )
+        self.splits = self._read()
+        with self.strategy.scope():
+            self.model = self._build_model()
+            self.schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
+            self.optimizer = AdamWeightDecay(self.schedule)
+            self.optimizer.build(self.model.trainable_variables)
+
+    @property
+    def metric_names(self):
+        """The metrics `_evaluate` returns; the first picks the best evaluation."""
+        raise NotImplementedError
+
+    @property
+    def best_metric(self):
+        return self.metric_names[0] if "dev" in self.splits else None
+
+    # What the engine trains -------------------------------------------------------------------------------
+
+    @property
+    def statistics_spec(self):
+        return tf.TensorSpec([2])  # [the summed loss of the examples, their count]
+
+    def train_input(self, strategy, start):
+        return strategy.experimental_distribute_dataset(self._dataset("train", is_training=True, start=start))
+
+    def statistics(self, model, batch, training):
+        inputs, targets = batch
+        losses = tf.cast(self._example_losses(targets, model(inputs, training=training)), tf.float32)
+        return tf.stack([tf.reduce_sum(losses), tf.cast(tf.shape(losses)[0], tf.float32)])
+
+    def loss(self, statistics, totals, global_batch):
+        del totals
+        return statistics[0] / global_batch  # each example's loss over the global batch: the mean
+
+    def progress(self, statistics):
+        loss = float(statistics[0] / max(statistics[1], 1.0))
+        return {"loss": loss}, f"loss {loss:.4f}"
+
+    def evaluate(self):
+        return self._evaluate() if "dev" in self.splits else None
+
+    # What a task says -------------------------------------------------------------------------------------
+
+    def _read(self):
+        """{split name: data} for the splits the settings ask for ("train", "dev", "test")."""
+        raise NotImplementedError
+
+    def _build_model(self):
+        raise NotImplementedError
+
+    def _example_losses(self, targets, outputs):
+        """The training loss of each example of a batch: float32 [batch]."""
+        raise NotImplementedError
+
+    def _dataset(self, split, is_training=False, start=None):
+        """tf.data batches of a split: (inputs, targets) when training, inputs alone may do otherwise.
+        start: training batches repeated without end from batch number `start` (None: one pass)."""
+        raise NotImplementedError
+
+    def _evaluate(self):
+        """{metric name: value} on the dev split."""
+        raise NotImplementedError
+
+    def predict(self):
+        """Writes the test split's predictions to output_dir."""
+        raise NotImplementedError
+
+    def save(self):
+        """The model directory in output_dir (chief only)."""
+        if self.chief:
+            self._save(self.settings.output_dir)
+
+    def write(self, name, text):
+        """Writes a text file of output_dir (chief only), whole or not at all."""
+        if self.chief:
+            file_io.makedirs(self.settings.output_dir)
+            file_io.write_atomically(file_io.join(self.settings.output_dir, name), text.encode("utf-8"))
+
+    def _save(self, directory):
+        """Writes the model directory: the pretrained files copied from model_dir, and this task model."""
+        model_dir.copy_config_and_spm(self.settings.model_dir, directory)
+        model_dir.save_task_model(self.model, directory)
+
+
+def run(settings: FineTuningSettings, task_class):
+    """Trains (do_train), evaluates (do_eval: eval_results.json) and predicts (do_predict).
+
+    Every process of a multi-worker run calls it; only the chief writes.
+    """
+    task = task_class(settings)
+    log = RunLog(task.name, settings.output_dir, task.chief)
+    engine = Engine(task, engine_settings(settings), task.strategy, log)
+    best = None
+    if settings.do_train:
+        engine.restore()
+        best = engine.train()
+        task.save()
+    results = None
+    if settings.do_eval:
+        results = best or engine.evaluate()  # None without a dev split
+    if results is not None:
+        task.write("eval_results.json", json.dumps(results, indent=2, sort_keys=True) + "\n")
+    if settings.do_predict:
+        task.predict()
+    return results

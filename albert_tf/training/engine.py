@@ -1,0 +1,428 @@
+"""The one training engine of every entry point: pretraining, classifiers, spans and multiple choice.
+
+A `Task` says what is trained: its model and optimizer, its input from a position, the statistics a batch
+adds up (sums over its examples, so that micro-batches, replicas and steps add), the loss written from them,
+its progress line and its evaluation. The `Engine` does the rest, the same for every task:
+
+- one update: each replica's share of the global batch split into `gradient_accumulation_steps`
+  micro-batches whose gradients add up; the loss is the global batch's, written as sums, so an update does
+  not depend on the replica count; the gradients summed across replicas explicitly, then clipped and applied
+  (replicated_update); under float16 the loss is scaled and a step whose summed gradients are not finite
+  is skipped on every replica alike (loss_scale);
+- steps in compiled chunks up to the next boundary: a progress line, a checkpoint, an evaluation, the end;
+- checkpoints (output_dir/checkpoints) of the weights, the optimizer, the input position (`batches`, the
+  global batches consumed), dropout's seed states, the loss scale and the best evaluation so far. The input
+  is a deterministic function of the seed and the position, so a run started again with the same settings
+  resumes from its last checkpoint and ends with the weights of an uninterrupted run;
+- evaluation every `eval_every_steps` and at the end, its history (output_dir/eval_history.jsonl, one JSON
+  object per evaluation, rewritten whole through a temporary name), TensorBoard summaries (train/, eval/)
+  and progress lines; with a task's `best_metric`, the best evaluation's weights kept apart from the
+  rolling checkpoints (checkpoints/best) and restored at the end;
+- cluster roles: only the chief (training.distribution.is_chief) writes the run's outputs. Every task saves
+  its checkpoints (collective ops need all of them); a task that is not the chief keeps its own in a scratch
+  folder of its output_dir (checkpoints/worker_<id>), which it removes once the run ends.
+
+The steps are our loop rather than `model.fit`: in Keras 3.15 `fit` fails under MultiWorkerMirroredStrategy
+(keras-team/keras#20585), restarts its input at every call and keeps no input position. Task models stay
+Keras models: `fit` works on them in a notebook.
+"""
+
+import dataclasses
+import json
+import math
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import file_io
+from albert_tf.training import distribution, replicated_update
+from albert_tf.training.loss_scale import MINIMUM_SCALE, DynamicLossScale
+from albert_tf.training.run_log import duration
+
+CHECKPOINTS = "checkpoints"
+EVAL_HISTORY_FILE = "eval_history.jsonl"
+
+
+class TrainingError(RuntimeError):
+    """A run that cannot go on (a non-finite loss, records that fail to read); the message says why and
+    which checkpoint was kept."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """How a run steps, saves and evaluates (the flags every entry point shares)."""
+
+    output_dir: str
+    train_steps: int
+    train_batch_size: int
+    gradient_accumulation_steps: int = 1
+    steps_per_loop: int = 100
+    log_every_steps: int = 100
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    eval_every_steps: int = 0  # 0: at the end only
+    jit_compile: bool = False
+    loss_scaling: bool = False  # float16
+
+
+def check_batch(settings, strategy):
+    """ValueError unless the global batch splits evenly into replicas and micro-batches."""
+    s, replicas = settings, strategy.num_replicas_in_sync
+    if s.train_batch_size % (replicas * s.gradient_accumulation_steps):
+        raise ValueError(
+            f"--train_batch_size={s.train_batch_size} must be divisible by the {replicas} replica(s) "
+            f"times --gradient_accumulation_steps={s.gradient_accumulation_steps}"
+        )
+
+
+class Task:
+    """What the engine trains. A subclass builds, under the strategy's scope, `model` (a Keras model),
+    `optimizer` (with `apply_summed`: training.optimizers) and `schedule` (step → learning rate), and says:"""
+
+    name = "train"  # the entry point, which prefixes progress lines
+    best_metric = None  # the evaluation metric whose highest value is kept (None: keep the last weights)
+
+    @property
+    def statistics_spec(self):
+        """`statistics`' structure: a nest like it of tf.TensorSpec (float32)."""
+        raise NotImplementedError
+
+    def train_input(self, strategy, start):
+        """A distributed dataset of the training batches from global batch `start` on, endless."""
+        raise NotImplementedError
+
+    def replica_totals(self, batch):
+        """float32 []: a number of this replica's batch that the engine sums across replicas before the step
+        and gives to `loss` (a normalizer of the global batch, e.g. its masked positions)."""
+        del batch
+        return tf.constant(0.0)
+
+    def statistics(self, model, batch, training):
+        """A nest of float32 sums over the batch's examples (the loss among them), from the model's
+        outputs."""
+        raise NotImplementedError
+
+    def loss(self, statistics, totals, global_batch):
+        """A batch's share of the global batch's loss, from its statistics, the replicas' summed totals and
+        the global batch size."""
+        raise NotImplementedError
+
+    def progress(self, statistics):
+        """(scalars for TensorBoard, the progress line's text starting "loss ...") from statistics summed
+        over the steps since the last line (NumPy)."""
+        raise NotImplementedError
+
+    def evaluate(self):
+        """{metric: value} on held-out data, or None when there is none."""
+        return None
+
+    def failed_read(self, batch):
+        """A line naming the training file that fails to read at global batch `batch`, or None."""
+        del batch
+
+
+class Engine:
+    """Trains a Task under a strategy (see the module docstring).
+
+    Args:
+      task: the Task, its model and optimizer built under strategy.scope().
+      settings: EngineSettings.
+      strategy: the tf.distribute.Strategy.
+      log: RunLog (the chief's says and writes; the others' are silent).
+    """
+
+    def __init__(self, task, settings, strategy, log):
+        s = settings
+        check_batch(s, strategy)
+        self.task, self.settings, self.strategy, self.log = task, s, strategy, log
+        self.chief = distribution.is_chief(strategy)
+        self.model, self.optimizer = task.model, task.optimizer
+        with strategy.scope():
+            self.batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="batches")
+            self.best_value = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_value")
+            self.best_step = tf.Variable(-1, dtype=tf.int64, trainable=False, name="best_step")
+            self.loss_scale = DynamicLossScale() if s.loss_scaling else None
+        folder = file_io.join(s.output_dir, CHECKPOINTS)
+        self.scratch = (
+            None if self.chief else file_io.join(folder, f"worker_{distribution.task_id(strategy)}")
+        )
+        # What the scratch folder's making adds (its output_dir too, when new): removed again at the end.
+        self._scratch_folders = file_io.missing_folders(self.scratch) if self.scratch else []
+        folder = self.scratch or folder
+        self.manager = tf.train.CheckpointManager(
+            tf.train.Checkpoint(**self._checkpointed()), folder, max_to_keep=s.keep_checkpoint_max
+        )
+        self.best = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model=self.model), file_io.join(folder, "best"), max_to_keep=1
+        )
+        self.history_path = file_io.join(s.output_dir, EVAL_HISTORY_FILE)
+        self._loop = self._make_loop()
+        self._iterator = None  # the training input, from the input position once training starts
+
+    @property
+    def step(self):
+        """The applied updates so far: the run's step, which the learning-rate schedule follows."""
+        return int(self.optimizer.iterations.numpy())
+
+    def _checkpointed(self):
+        # Dropout's seed-generator states are model variables that the model's checkpoint graph does not
+        # reach; they are saved by hand, or a resumed run would draw other dropout masks.
+        seeds = [variable.value for variable in self.model.non_trainable_variables]
+        state = {
+            "model": self.model, "optimizer": self.optimizer, "batches": self.batches, "seeds": seeds,
+            "best_value": self.best_value, "best_step": self.best_step,
+        }  # fmt: skip
+        if self.loss_scale is not None:
+            state["loss_scale"] = self.loss_scale
+        return state
+
+    def restore(self, partial=False):
+        """Restores the last checkpoint if there is one and says so; returns its path or None.
+
+        partial: only what evaluation needs may be there (an evaluation alone, of a run's checkpoint).
+        """
+        latest = self.manager.latest_checkpoint
+        if latest:
+            status = self.manager.checkpoint.restore(latest)
+            (status.expect_partial() if partial else status.assert_existing_objects_matched())
+            self.log.line(f"resumed from {latest} at step {self.step}")
+        return latest
+
+    # The compiled steps ---------------------------------------------------------------------------------
+
+    def _make_loop(self):
+        s, task, strategy, model, optimizer = (
+            self.settings,
+            self.task,
+            self.strategy,
+            self.model,
+            self.optimizer,
+        )
+        loss_scale, accumulation = self.loss_scale, s.gradient_accumulation_steps
+        global_batch = float(s.train_batch_size)
+
+        @tf.function(jit_compile=s.jit_compile, autograph=False)
+        def gradients(batch, totals, scale):
+            """A micro-batch's gradients of its share of the global loss (times scale), and its statistics."""
+            # Inside a tf.function only ops on the same resource are ordered: dropout's seed-generator
+            # updates read no input, and would run for a step whose batch failed to read (a damaged file),
+            # leaving a saved state that no uninterrupted run has. They wait for the batch.
+            with tf.control_dependencies(tf.nest.flatten(batch)), tf.GradientTape() as tape:
+                statistics = task.statistics(model, batch, training=True)
+                loss = task.loss(statistics, totals, global_batch) * scale
+            grads = tape.gradient(loss, model.trainable_variables)
+            # Dense, so that micro-batches add up (embedding gradients come as IndexedSlices); a variable
+            # the task's loss does not reach keeps None.
+            return [None if g is None else tf.convert_to_tensor(g) for g in grads], statistics
+
+        def replica_step(batch):
+            """This replica's statistics, and the global batch's gradients summed over replicas (and
+            whether they are finite)."""
+            context = tf.distribute.get_replica_context()
+            totals = context.all_reduce(tf.distribute.ReduceOp.SUM, task.replica_totals(batch))
+            scale = tf.constant(1.0) if loss_scale is None else loss_scale.scale.value()
+            micro = [tf.split(value, accumulation) for value in tf.nest.flatten(batch)]
+            summed_grads, summed_statistics = None, None
+            for index in range(accumulation):
+                part = tf.nest.pack_sequence_as(batch, [parts[index] for parts in micro])
+                grads, statistics = gradients(part, totals, scale)
+                if summed_grads is None:
+                    summed_grads, summed_statistics = grads, statistics
+                else:
+                    summed_grads = [
+                        None if a is None else a + b for a, b in zip(summed_grads, grads, strict=True)
+                    ]
+                    summed_statistics = tf.nest.map_structure(tf.add, summed_statistics, statistics)
+            grads, finite = replicated_update.summed_gradients(summed_grads, scale)
+            return summed_statistics, grads, finite
+
+        zeros = tf.nest.map_structure(lambda spec: tf.zeros(spec.shape), task.statistics_spec)
+
+        @tf.function(autograph=False)  # the loop is written out: converting it costs seconds of start-up
+        def loop(iterator, steps):
+            """Runs `steps` global batches; returns the applied steps' summed statistics and the skipped
+            steps' count."""
+
+            def body(index, totals, skipped):
+                statistics, grads, finite = strategy.run(replica_step, args=(next(iterator),))
+                statistics = tf.nest.map_structure(
+                    lambda value: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), statistics
+                )
+                applied = replicated_update.apply_or_skip(
+                    strategy, optimizer, model.trainable_variables, grads, finite, loss_scale
+                )
+                totals = tf.nest.map_structure(
+                    lambda total, value: total + tf.where(applied, value, tf.zeros_like(value)),
+                    totals, statistics,
+                )  # fmt: skip
+                with tf.control_dependencies(tf.nest.flatten(statistics)):  # counted once its batch arrived
+                    self.batches.assign_add(1)
+                return index + 1, totals, skipped + 1.0 - tf.cast(applied, tf.float32)
+
+            start = (tf.constant(0), zeros, tf.constant(0.0))
+            _, totals, skipped = tf.while_loop(lambda index, *_: index < steps, body, start)
+            return totals, skipped
+
+        return loop
+
+    def run_steps(self, count):
+        """Runs `count` global batches from the input position (one call into the compiled loop); returns
+        the applied steps' summed statistics and the skipped steps' count, as tensors."""
+        if self._iterator is None:
+            self._iterator = iter(self.task.train_input(self.strategy, int(self.batches.numpy())))
+        return self._loop(self._iterator, tf.constant(count))
+
+    # The run ----------------------------------------------------------------------------------------------
+
+    def train(self):
+        """Trains to train_steps from the restored step; evaluates every eval_every_steps and at the end.
+
+        Returns the evaluation the run ends with (the best one with a task's best_metric, else the last;
+        None when the task evaluates nothing).
+        """
+        s = self.settings
+        step = self.step
+        every = [
+            s.log_every_steps,
+            s.save_checkpoints_steps,
+            *([s.eval_every_steps] if s.eval_every_steps else []),
+        ]
+        started, start_step = time.perf_counter(), step
+        window = self._new_window()
+        results = None
+        while step < s.train_steps:
+            boundary = min([s.train_steps, step + s.steps_per_loop] + [(step // n + 1) * n for n in every])
+            try:
+                statistics, skips = self.run_steps(boundary - step)
+            except tf.errors.DataLossError as error:
+                raise self._data_error(error) from None
+            step = self.step
+            window["statistics"] = tf.nest.map_structure(
+                lambda total, value: total + value.numpy(), window["statistics"], statistics
+            )
+            window["skipped"] += float(skips)
+            self._check_finite(window["statistics"], step)
+            if step % s.log_every_steps == 0 or step == s.train_steps:
+                self._progress_line(window, step, started, start_step)
+                window = self._new_window()
+            if step == s.train_steps or (s.eval_every_steps and step % s.eval_every_steps == 0):
+                results = self.evaluate(keep_best=True)
+            if step % s.save_checkpoints_steps == 0 or step == s.train_steps:
+                self.manager.save(checkpoint_number=step)
+        return self._end(results)
+
+    def _end(self, results):
+        """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
+        scratch folder of a task that is not the chief removed; returns the evaluation the run ends with."""
+        best_step = int(self.best_step.numpy())
+        if self.task.best_metric and best_step >= 0:
+            self.best.checkpoint.restore(self.best.latest_checkpoint).assert_existing_objects_matched()
+            results = (
+                next((entry for entry in self.history() if entry["global_step"] == best_step), results)
+                if self.chief
+                else results
+            )
+        if self.scratch:
+            file_io.rmtree(self.scratch)
+            file_io.remove_empty(self._scratch_folders)
+        return results
+
+    def _progress_line(self, window, step, started, start_step):
+        s = self.settings
+        elapsed = time.perf_counter() - window["start"]
+        scalars, text = self.task.progress(window["statistics"])
+        examples = (int(self.batches.numpy()) - window["batches"]) * s.train_batch_size
+        rate = examples / max(elapsed, 1e-9)
+        learning_rate = float(self.task.schedule(step - 1))
+        eta = (time.perf_counter() - started) / max(step - start_step, 1) * (s.train_steps - step)
+        skipped = window["skipped"]
+        overflow = f" | {int(skipped)} float16 overflow steps skipped" if skipped else ""
+        self.log.line(
+            f"step {step}/{s.train_steps} | {text} | lr {learning_rate:.3e} | {rate:.1f} examples/s | "
+            f"ETA {duration(eta)}{overflow}"
+        )
+        scalars = {**scalars, "learning_rate": learning_rate, "examples_per_second": rate}
+        if self.loss_scale is not None:
+            scalars["loss_scale"] = float(self.loss_scale.scale.numpy())
+        self.log.scalars("train", scalars, step)
+
+    def _new_window(self):
+        """What a progress line sums up: since when, from which input position, the statistics, the
+        skipped steps."""
+        return {
+            "start": time.perf_counter(),
+            "batches": int(self.batches.numpy()),
+            "statistics": tf.nest.map_structure(lambda spec: np.zeros(spec.shape), self.task.statistics_spec),
+            "skipped": 0.0,
+        }
+
+    def _data_error(self, error):
+        """Saves the last completed step (a failed read stops a step before it changes anything) and returns
+        the TrainingError that names the damaged file."""
+        step, batch = self.step, int(self.batches.numpy())
+        latest = self.manager.latest_checkpoint
+        if not latest or not latest.endswith(f"-{step}"):
+            latest = self.manager.save(checkpoint_number=step)
+        where = self.task.failed_read(batch) or error.message.strip()
+        return TrainingError(
+            f"the training records fail to read at step {step + 1}: {where}. "
+            f"Step {step} is saved in {latest}; rebuild the shard (create_pretraining_data writes the same "
+            "bytes again) or copy it whole, then run again: the run resumes there"
+        )
+
+    def _check_finite(self, statistics, step):
+        kept = self.manager.latest_checkpoint or "none: no checkpoint was written yet"
+        if self.loss_scale is not None:
+            scale = float(self.loss_scale.scale.numpy())
+            if scale < MINIMUM_SCALE:
+                raise TrainingError(
+                    f"every float16 step overflows (loss scale {scale:g} at step {step}); stopping. "
+                    f"Last good checkpoint: {kept}. Lower --learning_rate, or use --mixed_precision=bfloat16."
+                )
+        elif not all(np.all(np.isfinite(value)) for value in tf.nest.flatten(statistics)):
+            raise TrainingError(
+                f"the loss is not finite at step {step} (NaN or Inf); stopping. Last good checkpoint: "
+                f"{kept}. Lower --learning_rate, or use --mixed_precision=bfloat16 instead of float16."
+            )
+
+    # Evaluation -------------------------------------------------------------------------------------------
+
+    def evaluate(self, keep_best=False, step_known=True):
+        """Evaluates, logs, writes eval scalars and appends to the evaluation history; returns the results
+        with their `global_step` (None when not step_known: weights that say no step), or None when the task
+        has nothing to evaluate.
+
+        keep_best: during training, a new best of the task's best_metric is saved apart (checkpoints/best).
+        """
+        metrics = self.task.evaluate()
+        if metrics is None:
+            return None
+        step = self.step
+        results = {**metrics, "global_step": step if step_known else None}
+        self.log.scalars("eval", metrics, step)
+        where = f"at step {step}" if step_known else "(the weights say no step)"
+        self.log.line(f"eval {where}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        if self.chief:
+            # A resumed run evaluates again at steps it had evaluated before it was stopped: keep the newer
+            # (an evaluation of no known step replaces the one before it).
+            history = [
+                entry for entry in self.history()
+                if entry["global_step"] is not None and step_known and entry["global_step"] < step
+            ] + [results]  # fmt: skip
+            text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
+            file_io.write_atomically(self.history_path, text.encode())
+        metric = self.task.best_metric
+        if keep_best and metric and metrics[metric] > float(self.best_value.numpy()):
+            self.best_value.assign(metrics[metric])
+            self.best_step.assign(step)
+            self.best.save(checkpoint_number=step)
+        return results
+
+    def history(self):
+        """The evaluation history so far (a list of results, by step)."""
+        if not file_io.exists(self.history_path):
+            return []
+        return [
+            json.loads(line) for line in file_io.read_text(self.history_path).splitlines() if line.strip()
+        ]
