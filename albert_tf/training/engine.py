@@ -76,6 +76,30 @@ def check_batch(settings, strategy):
         )
 
 
+def newest_common_step(every_task):
+    """The newest step every task holds (every_task: {task name: steps}); None when no task holds any.
+    TrainingError naming each task's steps when some do but they share none."""
+    if not any(every_task.values()):
+        return None
+    common = set.intersection(*(set(steps) for steps in every_task.values()))
+    if not common:
+        raise TrainingError(
+            f"the run's tasks hold no checkpoint step in common ({_held(every_task)}): training on would "
+            "start them from different weights. Give every task the chief's --output_dir on storage they all "
+            "read, or delete the checkpoints to start over"
+        )
+    return max(common)
+
+
+def _held(every_task):
+    held = {name: ", ".join(map(str, steps)) if steps else "none" for name, steps in every_task.items()}
+    return "; ".join(f"{name} holds {steps}" for name, steps in held.items())
+
+
+def _step_of(path):
+    return int(path.rsplit("-", 1)[1])
+
+
 class Task:
     """What the engine trains. A subclass builds, under the strategy's scope, `model` (a Keras model),
     `optimizer` (with `apply_summed`: training.optimizers) and `schedule` (step → learning rate), and says:"""
@@ -142,6 +166,10 @@ class Engine:
             self.batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="batches")
             self.best_value = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_value")
             self.best_step = tf.Variable(-1, dtype=tf.int64, trainable=False, name="best_step")
+            # What `batches` counts in: a resume with another global batch size is refused (restore).
+            self.batch_size = tf.Variable(
+                s.train_batch_size, dtype=tf.int64, trainable=False, name="train_batch_size"
+            )
             self.loss_scale = DynamicLossScale() if s.loss_scaling else None
         folder = file_io.join(s.output_dir, CHECKPOINTS)
         self.scratch = (
@@ -171,23 +199,72 @@ class Engine:
         seeds = [variable.value for variable in self.model.non_trainable_variables]
         state = {
             "model": self.model, "optimizer": self.optimizer, "batches": self.batches, "seeds": seeds,
-            "best_value": self.best_value, "best_step": self.best_step,
+            "best_value": self.best_value, "best_step": self.best_step, "train_batch_size": self.batch_size,
         }  # fmt: skip
         if self.loss_scale is not None:
             state["loss_scale"] = self.loss_scale
         return state
 
     def restore(self, partial=False):
-        """Restores the last checkpoint if there is one and says so; returns its path or None.
+        """Restores the newest checkpoint that every task of the run holds and says so; returns its path, or
+        None when none holds one.
+
+        Tasks other than the chief hold the checkpoints of their scratch folder and, when their output_dir
+        is the chief's (shared storage), the chief's. Tasks whose newest steps differ (one killed while
+        saving) would train on mismatched weights: all restore the newest step they all hold, and with none
+        in common the run stops naming each task's steps. A checkpoint of another global batch size is
+        refused: its input position counts batches of that size, and which records a batch holds depends on
+        the size (lanes, shuffling), so no position converts exactly.
 
         partial: only what evaluation needs may be there (an evaluation alone, of a run's checkpoint).
         """
-        latest = self.manager.latest_checkpoint
-        if latest:
-            status = self.manager.checkpoint.restore(latest)
-            (status.expect_partial() if partial else status.assert_existing_objects_matched())
-            self.log.line(f"resumed from {latest} at step {self.step}")
-        return latest
+        held = {}
+        folders = [self.manager.directory]
+        if self.scratch:
+            folders.insert(0, file_io.join(self.settings.output_dir, CHECKPOINTS))  # its own copy wins
+        for folder in folders:
+            state = tf.train.get_checkpoint_state(folder)
+            for path in state.all_model_checkpoint_paths if state else []:
+                held[_step_of(path)] = path
+        every_task = self._steps_of_every_task(sorted(held))
+        step = newest_common_step(every_task)
+        if step is None:
+            return None
+        path = held[step]
+        status = self.manager.checkpoint.restore(path)
+        (status.expect_partial() if partial else status.assert_existing_objects_matched())
+        saved, batch = int(self.batch_size.numpy()), self.settings.train_batch_size
+        if saved != batch and not partial:
+            raise ValueError(
+                f"--train_batch_size={batch}, but {path} was trained with batches of {saved}: its input "
+                "position counts batches of that size and does not carry over. Resume with "
+                f"--train_batch_size={saved}, or start a new --output_dir from its weights "
+                "(--init_checkpoint)"
+            )
+        newest = {max(steps) for steps in every_task.values() if steps}
+        fallback = f" (the newest step every task holds; {_held(every_task)})" if len(newest) > 1 else ""
+        self.log.line(f"resumed from {path} at step {self.step}{fallback}")
+        return path
+
+    def _steps_of_every_task(self, steps):
+        """{task name: the steps it holds} for every task of a multi-worker run (the strategy's collective
+        gathers them); {"this task": steps} otherwise."""
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+            return {"this task": steps}
+        width = 2 * self.settings.keep_checkpoint_max + 2  # its own and the chief's, newest first
+        row = [int(self.chief), distribution.task_id(self.strategy)] + (steps[::-1] + [-1] * width)[:width]
+        row = tf.constant(row, tf.int64)
+
+        @tf.function(autograph=False)
+        def gather():
+            return self.strategy.gather(self.strategy.run(lambda: tf.identity(row)), axis=0)
+
+        rows = gather().numpy().reshape(-1, width + 2)
+        return {
+            ("chief" if chief else f"worker {task}"): sorted(int(s) for s in held if s >= 0)
+            for chief, task, *held in rows
+        }
 
     # The compiled steps ---------------------------------------------------------------------------------
 
