@@ -32,6 +32,15 @@ flags.DEFINE_integer(
     "Micro-batches per update: the whole --train_batch_size's update in less memory (it must divide the "
     "batch of each replica).",
 )  # fmt: skip
+flags.DEFINE_bool(
+    "rollback_on_collapse", False,
+    "When the smoothed training loss rises over twice its best, go back to the newest checkpoint before it, "
+    "lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most 3 "
+    "times). Without it the run only says so.",
+)  # fmt: skip
+flags.DEFINE_float(
+    "rollback_learning_rate_factor", 0.5, "What each rollback multiplies the learning rate by."
+)
 flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the task head.")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", True, "Evaluate on the dev set and write eval_results.json.")

@@ -48,6 +48,8 @@ class FineTuningSettings:
     save_checkpoints_steps: int = 200
     keep_checkpoint_max: int = 2
     gradient_accumulation_steps: int = 1
+    rollback_on_collapse: bool = False
+    rollback_learning_rate_factor: float = 0.5
     dropout_rate: float = 0.1
     do_train: bool = True
     do_eval: bool = True
@@ -68,8 +70,9 @@ def engine_settings(settings: FineTuningSettings) -> EngineSettings:
         output_dir=s.output_dir, train_steps=s.train_step, train_batch_size=s.train_batch_size,
         gradient_accumulation_steps=s.gradient_accumulation_steps, steps_per_loop=every,
         log_every_steps=every, save_checkpoints_steps=every, keep_checkpoint_max=s.keep_checkpoint_max,
-        eval_every_steps=every,
-        jit_compile=s.jit_compile, loss_scaling=s.mixed_precision == "float16",
+        eval_every_steps=every, jit_compile=s.jit_compile, loss_scaling=s.mixed_precision == "float16",
+        rollback_on_collapse=s.rollback_on_collapse,
+        rollback_learning_rate_factor=s.rollback_learning_rate_factor,
     )  # fmt: skip
 
 

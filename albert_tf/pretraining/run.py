@@ -115,6 +115,8 @@ def engine_settings(settings: PretrainingSettings) -> EngineSettings:
         log_every_steps=s.log_every_steps, save_checkpoints_steps=s.save_checkpoints_steps,
         keep_checkpoint_max=s.keep_checkpoint_max, eval_every_steps=s.eval_every_steps,
         jit_compile=s.jit_compile, loss_scaling=s.mixed_precision == "float16",
+        rollback_on_collapse=s.rollback_on_collapse,
+        rollback_learning_rate_factor=s.rollback_learning_rate_factor,
     )  # fmt: skip
 
 

@@ -50,6 +50,8 @@ class PretrainingSettings:
     online_masking: bool = False
     masked_lm_prob: float = 0.15
     shuffle_buffer_size: int = 10_000
+    rollback_on_collapse: bool = False
+    rollback_learning_rate_factor: float = 0.5
 
     def check(self):
         """Raises ValueError naming the flag of the first value that cannot work."""
@@ -112,6 +114,11 @@ HELP = {
     "online_masking": "Draw new whole-word n-gram masks every epoch in tf.data.",
     "masked_lm_prob": "Share of tokens masked (--online_masking only).",
     "shuffle_buffer_size": "Records in the training shuffle buffer (records without a manifest only).",
+    "rollback_on_collapse": "When the run collapses (the smoothed training loss over twice its best, or the "
+    "held-out masked-LM accuracy back at the most frequent token's), go back to the newest checkpoint before "
+    "it, lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most "
+    "3 times). Without it the run only says so, in its progress line and evaluation history.",
+    "rollback_learning_rate_factor": "What each rollback multiplies the learning rate by.",
 }
 CHOICES = {"strategy": STRATEGIES, "mixed_precision": PRECISIONS, "optimizer": OPTIMIZERS}
 REQUIRED = ("albert_config_file", "input_file", "output_dir")

@@ -29,6 +29,9 @@ class PretrainingTask(Task):
     """
 
     name = "run_pretraining"
+    # The best held-out accuracy's weights are kept apart (checkpoints/best); the run ends with its last.
+    best_metric = "masked_lm_accuracy"
+    ends_with_best = False
 
     def __init__(self, settings, strategy, config, inputs):
         s = self.settings = settings
@@ -86,6 +89,9 @@ class PretrainingTask(Task):
     def evaluate(self):
         return self.evaluator.evaluate() if self.evaluator else None
 
+    def collapsed(self, metrics, best):
+        return baseline_collapse(metrics, best)
+
     def failed_read(self, batch):
         return self.inputs.damaged_shard(batch)
 
@@ -101,3 +107,15 @@ class PretrainingTask(Task):
                 f"({pretrainer.encoder.config.to_dict()} vs {self.model.encoder.config.to_dict()})"
             )
         self.model.set_weights([keras.ops.convert_to_numpy(w) for w in theirs])
+
+
+def baseline_collapse(metrics, best):
+    """Why held-out metrics look collapsed, or None: a masked-LM accuracy that was well above the most
+    frequent token's (its best at least 1.5x) and is back within 1.1x of it."""
+    accuracy, baseline = metrics["masked_lm_accuracy"], metrics["masked_lm_baseline_accuracy"]
+    if best >= 1.5 * baseline and accuracy <= 1.1 * baseline:
+        return (
+            f"held-out masked-LM accuracy {accuracy:.4f} is back at the most frequent token's {baseline:.4f} "
+            f"(its best: {best:.4f})"
+        )
+    return None

@@ -37,10 +37,12 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.training import distribution, replicated_update
+from albert_tf.training.collapse_guard import CollapseGuard
 from albert_tf.training.loss_scale import MINIMUM_SCALE, DynamicLossScale
 from albert_tf.training.run_log import duration
 
 CHECKPOINTS = "checkpoints"
+MAX_ROLLBACKS = 3  # more collapses than this: the recipe, not bad luck; the run stops
 EVAL_HISTORY_FILE = "eval_history.jsonl"
 
 
@@ -64,6 +66,8 @@ class EngineSettings:
     eval_every_steps: int = 0  # 0: at the end only
     jit_compile: bool = False
     loss_scaling: bool = False  # float16
+    rollback_on_collapse: bool = False
+    rollback_learning_rate_factor: float = 0.5
 
 
 def check_batch(settings, strategy):
@@ -105,7 +109,8 @@ class Task:
     `optimizer` (with `apply_summed`: training.optimizers) and `schedule` (step → learning rate), and says:"""
 
     name = "train"  # the entry point, which prefixes progress lines
-    best_metric = None  # the evaluation metric whose highest value is kept (None: keep the last weights)
+    best_metric = None  # the evaluation metric whose highest value is kept apart (checkpoints/best)
+    ends_with_best = True  # the run ends with the best evaluation's weights (else with the last step's)
 
     @property
     def statistics_spec(self):
@@ -141,6 +146,10 @@ class Task:
         """{metric: value} on held-out data, or None when there is none."""
         return None
 
+    def collapsed(self, metrics, best):
+        """Why an evaluation looks collapsed (given the best value of best_metric so far), or None."""
+        del metrics, best
+
     def failed_read(self, batch):
         """A line naming the training file that fails to read at global batch `batch`, or None."""
         del batch
@@ -171,6 +180,11 @@ class Engine:
                 s.train_batch_size, dtype=tf.int64, trainable=False, name="train_batch_size"
             )
             self.loss_scale = DynamicLossScale() if s.loss_scaling else None
+            # Multiplies the schedule's rate: lowered by each rollback after a collapse.
+            self.learning_rate_scale = tf.Variable(1.0, trainable=False, name="learning_rate_scale")
+        task.schedule.scale = self.learning_rate_scale
+        self.guard, self.rollbacks = CollapseGuard(), 0
+        self._spike = None  # a loss spike since the last evaluation
         folder = file_io.join(s.output_dir, CHECKPOINTS)
         self.scratch = (
             None if self.chief else file_io.join(folder, f"worker_{distribution.task_id(strategy)}")
@@ -200,6 +214,7 @@ class Engine:
         state = {
             "model": self.model, "optimizer": self.optimizer, "batches": self.batches, "seeds": seeds,
             "best_value": self.best_value, "best_step": self.best_step, "train_batch_size": self.batch_size,
+            "learning_rate_scale": self.learning_rate_scale,
         }  # fmt: skip
         if self.loss_scale is not None:
             state["loss_scale"] = self.loss_scale
@@ -380,20 +395,54 @@ class Engine:
             )
             window["skipped"] += float(skips)
             self._check_finite(window["statistics"], step)
+            collapse = None
             if step % s.log_every_steps == 0 or step == s.train_steps:
-                self._progress_line(window, step, started, start_step)
+                collapse = self._progress_line(window, step, started, start_step)
                 window = self._new_window()
             if step == s.train_steps or (s.eval_every_steps and step % s.eval_every_steps == 0):
                 results = self.evaluate(keep_best=True)
+                collapse = collapse or (results or {}).get("collapse")
+            if collapse and s.rollback_on_collapse:
+                step = self.roll_back(collapse, step)
+                window = self._new_window()
+                continue
             if step % s.save_checkpoints_steps == 0 or step == s.train_steps:
                 self.manager.save(checkpoint_number=step)
         return self._end(results)
+
+    def roll_back(self, reason, step):
+        """Restores the newest checkpoint of a healthy step, keeps the input going on from where it is (the
+        batches around the collapse are not seen again), lowers the learning rate and says so; returns the
+        step restored. TrainingError when no checkpoint precedes the collapse, or after MAX_ROLLBACKS."""
+        s = self.settings
+        healthy = [path for path in self.manager.checkpoints if _step_of(path) <= self.guard.healthy_step]
+        if not healthy or self.rollbacks == MAX_ROLLBACKS:
+            why = "no checkpoint precedes it" if not healthy else f"{MAX_ROLLBACKS} rollbacks did not help"
+            raise TrainingError(
+                f"{reason} at step {step}, and {why}; stopping. Lower --learning_rate, raise "
+                "--num_warmup_steps, or check the data of the steps around it"
+            )
+        path, position = healthy[-1], int(self.batches.numpy())
+        kept = [(variable, variable.numpy()) for variable in (self.best_value, self.best_step)]
+        scale = float(self.learning_rate_scale.numpy()) * s.rollback_learning_rate_factor
+        self.manager.checkpoint.restore(path).assert_existing_objects_matched()
+        self.batches.assign(position)
+        for variable, value in kept:
+            variable.assign(value)
+        self.learning_rate_scale.assign(scale)
+        self.rollbacks += 1
+        self.guard.rolled_back(self.step)
+        self.log.line(
+            f"{reason} at step {step}: rolled back to {path} (step {self.step}); the learning rate is now "
+            f"{scale:g}x the schedule's; the input goes on from global batch {position}"
+        )
+        return self.step
 
     def _end(self, results):
         """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
         scratch folder of a task that is not the chief removed; returns the evaluation the run ends with."""
         best_step = int(self.best_step.numpy())
-        if self.task.best_metric and best_step >= 0:
+        if self.task.best_metric and self.task.ends_with_best and best_step >= 0:
             self.best.checkpoint.restore(self.best.latest_checkpoint).assert_existing_objects_matched()
             results = (
                 next((entry for entry in self.history() if entry["global_step"] == best_step), results)
@@ -406,6 +455,7 @@ class Engine:
         return results
 
     def _progress_line(self, window, step, started, start_step):
+        """Says and records a window's training metrics; returns why the run looks collapsed, or None."""
         s = self.settings
         elapsed = time.perf_counter() - window["start"]
         scalars, text = self.task.progress(window["statistics"])
@@ -415,14 +465,17 @@ class Engine:
         eta = (time.perf_counter() - started) / max(step - start_step, 1) * (s.train_steps - step)
         skipped = window["skipped"]
         overflow = f" | {int(skipped)} float16 overflow steps skipped" if skipped else ""
+        collapse = self.guard.loss(scalars["loss"], step)
+        self._spike = collapse or self._spike
         self.log.line(
             f"step {step}/{s.train_steps} | {text} | lr {learning_rate:.3e} | {rate:.1f} examples/s | "
-            f"ETA {duration(eta)}{overflow}"
+            f"ETA {duration(eta)}{overflow}" + (f" | collapse: {collapse}" if collapse else "")
         )
         scalars = {**scalars, "learning_rate": learning_rate, "examples_per_second": rate}
         if self.loss_scale is not None:
             scalars["loss_scale"] = float(self.loss_scale.scale.numpy())
         self.log.scalars("train", scalars, step)
+        return collapse
 
     def _new_window(self):
         """What a progress line sums up: since when, from which input position, the statistics, the
@@ -477,15 +530,25 @@ class Engine:
             return None
         step = self.step
         results = {**metrics, "global_step": step if step_known else None}
+        collapse = self.task.collapsed(metrics, float(self.best_value.numpy())) if keep_best else None
+        collapse = collapse or self._spike  # a spike since the last evaluation is in its entry
+        self._spike = None
+        if collapse:
+            results["collapse"] = collapse
         self.log.scalars("eval", metrics, step)
         where = f"at step {step}" if step_known else "(the weights say no step)"
-        self.log.line(f"eval {where}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        self.log.line(
+            f"eval {where}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+            + (f" | collapse: {collapse}" if collapse else "")
+        )  # fmt: skip
         if self.chief:
             # A resumed run evaluates again at steps it had evaluated before it was stopped: keep the newer
-            # (an evaluation of no known step replaces the one before it).
+            # (an evaluation of no known step replaces the one before it). What a collapse left is kept:
+            # after a rollback the run evaluates those steps again.
             history = [
                 entry for entry in self.history()
-                if entry["global_step"] is not None and step_known and entry["global_step"] < step
+                if entry["global_step"] is not None and step_known
+                and (entry["global_step"] < step or "collapse" in entry)
             ] + [results]  # fmt: skip
             text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
             file_io.write_atomically(self.history_path, text.encode())

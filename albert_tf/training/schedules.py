@@ -28,14 +28,17 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.num_warmup_steps = int(num_warmup_steps)
         self.power = float(power)
 
+    # A variable multiplying the rate, or None: the training engine's, lowered after a rollback.
+    scale = None
+
     def __call__(self, step):
         step = ops.cast(step, "float32")
         done = ops.minimum(step, self.num_train_steps) / self.num_train_steps
-        decayed = self.learning_rate * ops.power(1.0 - done, self.power)
-        if not self.num_warmup_steps:
-            return decayed
-        warmup = self.learning_rate * step / self.num_warmup_steps
-        return ops.where(step < self.num_warmup_steps, warmup, decayed)
+        rate = self.learning_rate * ops.power(1.0 - done, self.power)
+        if self.num_warmup_steps:
+            warmup = self.learning_rate * step / self.num_warmup_steps
+            rate = ops.where(step < self.num_warmup_steps, warmup, rate)
+        return rate if self.scale is None else rate * ops.cast(self.scale, "float32")
 
     def get_config(self):
         return {

@@ -27,6 +27,7 @@ from albert_tf.pretraining.run import build, run
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.text.tokenizer import TokenizerError
 from albert_tf.training.engine import TrainingError
+from albert_tf.training.schedules import WarmupPolynomialDecay
 from tests.helpers import (
     SAMPLE_SPM,
     kill_once_saved,
@@ -554,3 +555,55 @@ def test_a_resume_with_another_batch_size_is_refused_naming_both(data, tmp_path)
     run(settings(data, tmp_path, eval_input_file=None))
     with pytest.raises(ValueError, match=r"--train_batch_size=4, but .*ckpt-6 was trained with batches of 8"):
         build(settings(data, tmp_path, eval_input_file=None, train_batch_size=4, num_train_steps=9))
+
+
+@pytest.mark.slow
+def test_a_learning_rate_spike_is_caught_rolled_back_and_recorded(data, tmp_path, capsys):
+    # The injected collapse: a peak learning rate of 1.0 (AdamW) that warm-up reaches in 10 steps; by step 6
+    # the loss is several times its best. A rollback lowers the rate tenfold, and the run trains on.
+    spiking = settings(
+        data, tmp_path, optimizer="adamw", learning_rate=1.0, num_warmup_steps=10, num_train_steps=40,
+        save_checkpoints_steps=2, log_every_steps=2, steps_per_loop=2, eval_every_steps=10,
+        rollback_on_collapse=True, rollback_learning_rate_factor=0.1,
+    )  # fmt: skip
+    results = run(spiking)
+    log = capsys.readouterr().err
+    assert "| collapse: loss spike: the smoothed loss" in log, log[-3000:]
+    rollbacks = re.findall(
+        r"rolled back to .*ckpt-(\d+) \(step (\d+)\); the learning rate is now ([\d.]+)x", log
+    )
+    assert rollbacks and all(saved == step for saved, step, _ in rollbacks), log[-3000:]
+    assert [float(scale) for *_, scale in rollbacks] == pytest.approx(
+        [0.1**n for n in range(1, len(rollbacks) + 1)]
+    )
+    # Each rollback goes back before the spike: the next progress line's loss is below the flagged one's.
+    losses = [(index, float(found[1])) for index, line in enumerate(log.splitlines())
+              if (found := re.search(r": step \d+/40 \| loss ([\d.]+)", line))]  # fmt: skip
+    for index, line in enumerate(log.splitlines()):
+        if "rolled back to" in line:
+            flagged = [loss for at, loss in losses if at < index][-1]
+            after = next(loss for at, loss in losses if at > index)
+            assert after < flagged, (flagged, after, line)
+    assert "step 40/40" in log and np.isfinite(results["masked_lm_loss"])
+    history = [json.loads(line) for line in (tmp_path / "eval_history.jsonl").read_text().splitlines()]
+    assert any("loss spike" in entry.get("collapse", "") for entry in history), history
+
+
+def test_a_rollback_restores_the_healthy_checkpoint_and_keeps_the_input_position(data, tmp_path):
+    steps = dict(eval_input_file=None, save_checkpoints_steps=2)
+    healthy = build(settings(data, tmp_path, num_train_steps=4, **steps))
+    healthy.train()
+    at_step_4 = [np.array(w) for w in healthy.model.get_weights()]
+    run_ = build(settings(data, tmp_path, num_train_steps=6, **steps))
+    run_.train()
+    for variable in run_.model.trainable_variables:  # the collapse: weights a spike has wrecked
+        variable.assign(tf.fill(variable.shape, 7.0))
+    run_.engine.guard.healthy_step = 5  # the last healthy progress line: the newest checkpoint before it is 4
+    assert run_.engine.roll_back("an injected collapse", 6) == 4
+    for restored, expected in zip(run_.model.get_weights(), at_step_4, strict=True):
+        np.testing.assert_array_equal(restored, expected)
+    assert int(run_.engine.batches.numpy()) == 6  # the input goes on: batches 5 and 6 are not seen again
+    assert float(run_.engine.learning_rate_scale.numpy()) == 0.5
+    s = run_.settings
+    unscaled = WarmupPolynomialDecay(s.learning_rate, s.num_train_steps, s.num_warmup_steps)(3)
+    assert float(run_.task.schedule(3)) == pytest.approx(0.5 * float(unscaled), rel=1e-6)
