@@ -39,6 +39,7 @@ from albert_tf.training.run_log import RunLog
 
 __all__ = ["PretrainingRun", "PretrainingSettings", "TrainingError", "build", "run"]
 EVAL_RESULTS_FILE = "eval_results.json"
+CONTINUOUS_EVAL = "continuous_eval"  # an evaluator's folder in output_dir
 
 
 def _training_checkpoint(path):
@@ -120,8 +121,9 @@ def engine_settings(settings: PretrainingSettings) -> EngineSettings:
     )  # fmt: skip
 
 
-def build(settings: PretrainingSettings) -> PretrainingRun:
-    """Sets the strategy, precision and seed, and builds the run's parts (see the module docstring)."""
+def build(settings: PretrainingSettings, restore=True) -> PretrainingRun:
+    """Sets the strategy, precision and seed, and builds the run's parts (see the module docstring); with
+    `restore`, restored from the run's last checkpoint or started from init_checkpoint."""
     s = settings
     s.check()
     # First: multi-worker collectives must be configured before TensorFlow runs any op.
@@ -141,14 +143,14 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
     engine = Engine(task, engine_settings(s), strategy, log)
     spm_model = s.spm_model_file
     step_known = True
-    restored = engine.restore(partial=not s.do_train)
-    if not restored and s.init_checkpoint:
+    restored = engine.restore(partial=not s.do_train) if restore else None
+    if restore and not restored and s.init_checkpoint:
         converted_spm, evaluated_step = _start_from(task, engine, s.init_checkpoint, log, s.do_train)
         spm_model = spm_model or converted_spm
         if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
             step_known = evaluated_step is not None
             task.optimizer.iterations.assign(evaluated_step or 0)
-    elif not restored and not s.do_train:
+    elif restore and not restored and not s.do_train:
         raise ValueError(
             f"nothing to evaluate: no checkpoint in {engine.manager.directory} and no --init_checkpoint"
         )
@@ -165,13 +167,32 @@ def build(settings: PretrainingSettings) -> PretrainingRun:
 
 
 def run(settings: PretrainingSettings):
-    """Trains (do_train), evaluates (do_eval), writes the outputs; returns the final eval results or None."""
+    """Trains (do_train), evaluates (do_eval), writes the outputs; returns the final eval results or None.
+    With continuous_eval, or as TF_CONFIG's `evaluator` task: evaluate_continuously."""
+    if settings.continuous_eval or distribution.is_evaluator():
+        return evaluate_continuously(settings)
     run_ = build(settings)
     results = run_.train() if settings.do_train else None
     if results is None and run_.task.evaluator:  # evaluation alone, or a run already at its last step
         results = run_.evaluate()
     if run_.chief:
         _write_outputs(run_, results)
+    return results
+
+
+def evaluate_continuously(settings: PretrainingSettings):
+    """Evaluates each checkpoint of settings.output_dir as it lands, beside a training run with the same
+    settings, until the checkpoint of num_train_steps (or continuous_eval_timeout seconds without a new one).
+    On one device, whatever the training run's strategy; results, history and summaries go to
+    output_dir/continuous_eval/. Returns the last results (None when no checkpoint landed)."""
+    s = settings
+    watched = file_io.join(s.output_dir, "checkpoints")
+    own = file_io.join(s.output_dir, CONTINUOUS_EVAL)
+    run_ = build(dataclasses.replace(s, strategy="default", do_train=False, output_dir=own), restore=False)
+    results = run_.engine.evaluate_each_checkpoint(watched, s.num_train_steps, s.continuous_eval_timeout)
+    if results is not None:
+        path = file_io.join(own, EVAL_RESULTS_FILE)
+        file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
     return results
 
 

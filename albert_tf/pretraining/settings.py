@@ -52,6 +52,8 @@ class PretrainingSettings:
     shuffle_buffer_size: int = 10_000
     rollback_on_collapse: bool = False
     rollback_learning_rate_factor: float = 0.5
+    continuous_eval: bool = False
+    continuous_eval_timeout: int = 3600
 
     def check(self):
         """Raises ValueError naming the flag of the first value that cannot work."""
@@ -73,6 +75,8 @@ class PretrainingSettings:
             raise ValueError("--nodo_train and --nodo_eval: nothing to do")
         if self.do_eval and not self.eval_input_file and (not self.do_train or self.eval_every_steps):
             raise ValueError("evaluation needs --eval_input_file")
+        if self.continuous_eval and not self.eval_input_file:
+            raise ValueError("--continuous_eval needs --eval_input_file")
 
 
 HELP = {
@@ -119,6 +123,10 @@ HELP = {
     "it, lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most "
     "3 times). Without it the run only says so, in its progress line and evaluation history.",
     "rollback_learning_rate_factor": "What each rollback multiplies the learning rate by.",
+    "continuous_eval": "Train nothing: evaluate each checkpoint of --output_dir as it lands, beside a "
+    "training run with the same flags, until the one of --num_train_steps (TF_CONFIG's `evaluator` task does "
+    "this by itself). Results and summaries go to --output_dir/continuous_eval/.",
+    "continuous_eval_timeout": "Seconds --continuous_eval waits for a new checkpoint before it stops.",
 }
 CHOICES = {"strategy": STRATEGIES, "mixed_precision": PRECISIONS, "optimizer": OPTIMIZERS}
 REQUIRED = ("albert_config_file", "input_file", "output_dir")

@@ -1,6 +1,9 @@
 """Distribution strategies and mixed-precision policies, by the names the `--strategy` and
 `--mixed_precision` flags use."""
 
+import json
+import os
+
 import keras
 import tensorflow as tf
 
@@ -53,6 +56,13 @@ def is_chief(strategy):
     if tf_config and "chief" in resolver.cluster_spec().jobs:
         return resolver.task_type == "chief"
     return resolver.task_type == "worker" and resolver.task_id == 0
+
+
+def is_evaluator():
+    """Whether TF_CONFIG names this process the cluster's `evaluator` task: it evaluates checkpoints beside
+    the training tasks and is no part of their strategy (TensorFlow's convention)."""
+    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+    return task.get("type") == "evaluator"
 
 
 def task_id(strategy):

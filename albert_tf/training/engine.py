@@ -559,6 +559,22 @@ class Engine:
             self.best.save(checkpoint_number=step)
         return results
 
+    def evaluate_each_checkpoint(self, folder, last_step, timeout):
+        """Evaluates each checkpoint that lands in `folder` (a run training beside this one) until the one of
+        `last_step`, or `timeout` seconds without a new one; returns the last results (None if none landed).
+        A checkpoint that lands while one is evaluated is evaluated next; one deleted before it is read
+        (keep_checkpoint_max) is passed over."""
+        results = None
+        for path in tf.train.checkpoints_iterator(folder, min_interval_secs=1, timeout=timeout):
+            try:
+                self.manager.checkpoint.restore(path).expect_partial()
+            except (tf.errors.NotFoundError, tf.errors.DataLossError):
+                continue
+            results = self.evaluate()
+            if self.step >= last_step:
+                break
+        return results
+
     def history(self):
         """The evaluation history so far (a list of results, by step)."""
         if not file_io.exists(self.history_path):

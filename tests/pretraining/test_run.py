@@ -607,3 +607,29 @@ def test_a_rollback_restores_the_healthy_checkpoint_and_keeps_the_input_position
     s = run_.settings
     unscaled = WarmupPolynomialDecay(s.learning_rate, s.num_train_steps, s.num_warmup_steps)(3)
     assert float(run_.task.schedule(3)) == pytest.approx(0.5 * float(unscaled), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_an_evaluator_task_evaluates_each_checkpoint_as_it_lands(data, tmp_path):
+    # TF_CONFIG's `evaluator` task beside a training run with the same flags: it joins no cluster (the
+    # worker address it names is never dialled), trains nothing and evaluates checkpoints until step 12's.
+    flags = flags_of(settings(data, tmp_path, num_train_steps=12, save_checkpoints_steps=4, steps_per_loop=4,
+                              log_every_steps=4))  # fmt: skip
+    evaluator_config = {"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}
+    evaluator = subprocess.Popen(
+        [sys.executable, "-m", "albert_tf.run_pretraining", *flags], cwd=ROOT,
+        env={**os.environ, "TF_CONFIG": json.dumps(evaluator_config)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    run_module(flags)
+    output, _ = evaluator.communicate(timeout=300)
+    assert evaluator.returncode == 0, output[-3000:]
+    steps = [int(step) for step in re.findall(r"eval at step (\d+)", output)]
+    assert steps and steps[-1] == 12 and set(steps) <= {4, 8, 12}, output[-3000:]
+    assert "run_pretraining: step" not in output
+    own = tmp_path / "continuous_eval"
+    history = [json.loads(line) for line in (own / "eval_history.jsonl").read_text().splitlines()]
+    assert [entry["global_step"] for entry in history] == steps
+    # Step 12's weights, evaluated by the evaluator and by the training run at its end.
+    trained = json.loads((tmp_path / "eval_results.json").read_text())
+    assert json.loads((own / "eval_results.json").read_text()) == pytest.approx(trained, rel=1e-6)
