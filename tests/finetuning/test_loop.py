@@ -345,9 +345,9 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, dat
         assert (tmp_path / "whole" / name).read_text() == (killed / name).read_text(), name
 
 
-def test_gradient_accumulation_gives_the_whole_batch_update(data, tmp_path, capsys):
-    one = classifier_settings(data, tmp_path / "one")
-    classifier.run(one)
-    whole_batch = capsys.readouterr().err
+@pytest.mark.xdist_group("one_classifier_process")
+def test_gradient_accumulation_gives_the_whole_batch_update(one_classifier_process, tmp_path, capsys):
+    one, whole_batch = one_classifier_process
     classifier.run(dataclasses.replace(one, output_dir=str(tmp_path / "two"), gradient_accumulation_steps=4))
-    assert_same_run(tmp_path / "one", tmp_path / "two", [], [whole_batch, capsys.readouterr().err])
+    logs = [whole_batch, capsys.readouterr().err]
+    assert_same_run(pathlib.Path(one.output_dir), tmp_path / "two", [], logs)

@@ -499,7 +499,7 @@ def test_multi_worker_on_loopback_matches_one_process(one_process_on_one_file, t
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("one_process_on_one_file")
-def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_writes(
+def test_a_chief_and_a_worker_train_the_one_process_weights_only_the_chief_writes_and_they_resume_alike(
     one_process_on_one_file, tmp_path
 ):
     # The cluster of Vertex AI, Kubeflow's TFJob and SageMaker: a `chief` task beside worker 0, each told its
@@ -516,28 +516,9 @@ def test_a_chief_and_a_worker_train_the_one_process_weights_and_only_the_chief_w
     # Its checkpoints went to a scratch folder of its own, removed with the folders made for it at the end.
     assert not (tmp_path / "worker").exists()
 
-
-def copy_checkpoint(prefix, folder):
-    """A checkpoint's files copied into folder, listed there as its only checkpoint."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for path in pathlib.Path(prefix).parent.glob(pathlib.Path(prefix).name + ".*"):
-        shutil.copy(path, folder)
-    tf.compat.v1.train.update_checkpoint_state(str(folder), str(folder / pathlib.Path(prefix).name))
-
-
-@pytest.mark.slow
-@pytest.mark.xdist_group("one_process_on_one_file")
-def test_tasks_that_hold_different_steps_resume_from_the_newest_they_all_hold(
-    one_process_on_one_file, tmp_path
-):
-    # A chief and a worker ran 6 steps (checkpoints at 3 and 6); the worker was killed before it saved step 6:
-    # its scratch folder holds step 3 only. Continued to 9 steps, both restore step 3 (the chief's step 6
-    # would start them from different weights) and end with the weights of one process resumed from step 3.
-    base = dataclasses.replace(one_process_on_one_file, strategy="multi_worker_mirrored")
-    chief, worker = (
-        flags_of(dataclasses.replace(base, output_dir=str(tmp_path / name))) for name in ("chief", "worker")
-    )
-    run_on_two_workers("albert_tf.run_pretraining", [chief, worker], chief=True)
+    # Then the worker is as if killed before it saved step 6: its scratch folder holds step 3 only.
+    # Continued to 9 steps, both restore step 3 (the chief's step 6 would start them from different
+    # weights) and end with the weights of one process resumed from step 3.
     step_3 = str(tmp_path / "chief" / "checkpoints" / "ckpt-3")
     copy_checkpoint(step_3, tmp_path / "worker" / "checkpoints" / "worker_0")
     longer = [[*flags, "--num_train_steps=9"] for flags in (chief, worker)]
@@ -546,9 +527,17 @@ def test_tasks_that_hold_different_steps_resume_from_the_newest_they_all_hold(
     assert "run_pretraining: step 9/9" in outputs[0]
     assert not (tmp_path / "worker" / "checkpoints" / "worker_0").exists()  # the scratch folder, removed
     copy_checkpoint(step_3, tmp_path / "one" / "checkpoints")
-    one = dataclasses.replace(one_process_on_one_file, output_dir=str(tmp_path / "one"), num_train_steps=9)
+    one = dataclasses.replace(base, output_dir=str(tmp_path / "one"), num_train_steps=9)
     assert "resumed from" in run_module(flags_of(one)).stderr
     assert_same_weights(tmp_path / "one", tmp_path / "chief", atol=2e-6)
+
+
+def copy_checkpoint(prefix, folder):
+    """A checkpoint's files copied into folder, listed there as its only checkpoint."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in pathlib.Path(prefix).parent.glob(pathlib.Path(prefix).name + ".*"):
+        shutil.copy(path, folder)
+    tf.compat.v1.train.update_checkpoint_state(str(folder), str(folder / pathlib.Path(prefix).name))
 
 
 def test_a_resume_with_another_batch_size_is_refused_naming_both(data, tmp_path):
