@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 
 import tensorflow as tf
 
@@ -40,13 +41,16 @@ class Layout:
 
 @dataclasses.dataclass(frozen=True)
 class GlueTask:
-    """A GLUE task: its labels (None for regression), file names and column layouts."""
+    """A GLUE task: its labels (None for regression), file names and column layouts. short_rows_skipped:
+    labelled rows with fewer columns than the layout needs are skipped and counted, not refused (QQP's
+    train.tsv has such rows; the original and Model Garden skip them)."""
 
     name: str
     labels: tuple | None
     files: dict
     labelled: Layout
     test: Layout
+    short_rows_skipped: bool = False
 
 
 _PAIR = Layout(1, 2, 3)
@@ -58,7 +62,7 @@ TASKS = {
         GlueTask("sst-2", ("0", "1"), _FILES, Layout(0, None, 1), Layout(1)),
         GlueTask("mrpc", ("0", "1"), _FILES, Layout(3, 4, 0), Layout(3, 4)),
         GlueTask("sts-b", None, _FILES, Layout(7, 8, 9), Layout(7, 8)),
-        GlueTask("qqp", ("0", "1"), _FILES, Layout(3, 4, 5), Layout(1, 2)),
+        GlueTask("qqp", ("0", "1"), _FILES, Layout(3, 4, 5), Layout(1, 2), short_rows_skipped=True),
         GlueTask("mnli", ("contradiction", "entailment", "neutral"),
                  {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv",
                   "dev_mismatched": "dev_mismatched.tsv", "test_mismatched": "test_mismatched.tsv"},
@@ -113,6 +117,7 @@ def read_glue(data_dir, task_name, split, errors="strict"):
 
 
 def _read_tsv(path, task, layout, errors):
+    skipped = []  # line numbers of short rows (short_rows_skipped)
     with io.StringIO(read_task_text(path, errors), newline="") as file:
         columns = None
         for number, line in enumerate(file, start=1):
@@ -124,6 +129,9 @@ def _read_tsv(path, task, layout, errors):
                 continue
             expected = columns or _min_columns(layout)
             if (columns and len(row) != columns) or len(row) < expected:
+                if task.short_rows_skipped and layout is task.labelled and len(row) < expected:
+                    skipped.append(number)
+                    continue
                 raise DataError(
                     f"{path}:{number}: expected {expected} tab-separated columns, found {len(row)}"
                 )
@@ -132,6 +140,14 @@ def _read_tsv(path, task, layout, errors):
                 row[layout.text_b] if layout.text_b is not None else None,
                 _label(row[layout.label], task.labels, path, number) if layout.label is not None else None,
             )
+    if skipped:
+        logging.warning(
+            "%s: %d row(s) with missing fields skipped, as the original does for %s (lines %s)",
+            path,
+            len(skipped),
+            task.name.upper(),
+            ", ".join(map(str, skipped[:5])) + (", ..." * (len(skipped) > 5)),
+        )
 
 
 def _min_columns(layout):

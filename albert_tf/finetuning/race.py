@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.finetuning.glue import DataError, read_task_text, repeat_from
-from albert_tf.text.tf_tokenizer import InGraphTokenizer
+from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer
 
 LETTERS = "ABCD"
 
@@ -104,9 +104,9 @@ def multiple_choice_dataset(
 
     def encode(batch):
         articles = tf.reshape(tf.repeat(batch["article"][:, None], count, axis=1), [-1])
-        packed = tokenizer.pack(
-            tokenizer.tokenize(articles), tokenizer.tokenize(tf.reshape(batch["choices"], [-1])), seq_length
-        )
+        # As the original: each choice (question and option) is kept, and the article cut to what is left.
+        choices = tokenizer.tokenize(tf.reshape(batch["choices"], [-1]))
+        packed = tokenizer.pack(tokenizer.tokenize(articles), choices, seq_length, keep_b_tail=CHOICE_TOKENS)
         features = {name: tf.reshape(value, [-1, count, seq_length]) for name, value in packed.items()}
         return (features, batch["label"]) if "label" in batch else features
 

@@ -45,7 +45,7 @@ from albert_tf.models.precision import with_precision
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
-from albert_tf.text.tf_tokenizer import InGraphTokenizer, assert_same_batch
+from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer, assert_same_batch
 from albert_tf.text.tokenizer import AlbertTokenizer, check_fits_vocabulary
 
 TASKS = ("encoder", "pretraining", "classifier", "span", "multiple_choice")
@@ -138,13 +138,14 @@ class _Functions:
         self.regression = task == "classifier" and model.num_classes == 1
         self.class_names = class_names(model) if task == "classifier" and not self.regression else None
 
-    def pack(self, text, text_b=None):
+    def pack(self, text, text_b=None, keep_b_tail=None):
         with tf.device(CPU):
             ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
             # Padded to the batch's longest text, not to max_seq_length: a short request computes less.
             return self.tokenizer.pack(
-                self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_multiple=1
-            )
+                self.tokenizer.tokenize(text), ids_b, self.max_seq_length, pad_to_multiple=1,
+                keep_b_tail=keep_b_tail,
+            )  # fmt: skip
 
     def run(self, features):
         """The model's outputs for packed ids, named for serving (float32).
@@ -233,7 +234,8 @@ class _Functions:
         sizes = assert_same_batch(batch, tf.shape(choices)[0], "multiple_choice: text and choices")
         with tf.control_dependencies([check, sizes]):
             repeated = tf.reshape(tf.repeat(text[:, None], count, axis=1), [-1])
-        features = self.pack(repeated, tf.reshape(choices, [-1]))
+        # As fine-tuning packs them (finetuning/race.py): each choice kept, the passage cut to what is left.
+        features = self.pack(repeated, tf.reshape(choices, [-1]), keep_b_tail=CHOICE_TOKENS)
         features = {k: tf.reshape(v, [-1, num_choices, tf.shape(v)[-1]]) for k, v in features.items()}
         return self.run(features)
 

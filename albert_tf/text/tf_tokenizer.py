@@ -20,6 +20,11 @@ from albert_tf.text.tokenizer import CLS, SEP, SPECIAL_IDS, UNK, load_sentencepi
 _plain_ops = tf.autograph.experimental.do_not_convert
 
 
+# Multiple choice (RACE): a choice (question and option) keeps its last this many tokens and the article is
+# cut to the room left, as the original's race_utils does with max_qa_length.
+CHOICE_TOKENS = 128
+
+
 class InGraphTokenizer(tf.Module):
     """Strings → ragged ids, with the original ALBERT normalization and digit-comma rule.
 
@@ -140,12 +145,13 @@ class InGraphTokenizer(tf.Module):
         )
 
     @_plain_ops
-    def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_multiple=None):
+    def pack(self, ids_a, ids_b=None, seq_length=128, pad_to_multiple=None, keep_b_tail=None):
         """`[CLS] A [SEP] (B [SEP])` from int32 ragged ids [batch, (len)], trimmed to seq_length and padded.
 
-        Trimming is the original's (longer segment first, ties trim B), in closed form. Each output column
-        is read from the segment it falls in, by index arithmetic on the flat ids (a small graph, see
-        _split_digit_commas).
+        Trimming is the original's (longer segment first, ties trim B), in closed form; with keep_b_tail, the
+        original RACE's: B keeps its last keep_b_tail tokens (its question and option; max_qa_length there)
+        and A (the article) is cut to the room left. Each output column is read from the segment it falls
+        in, by index arithmetic on the flat ids (a small graph, see _split_digit_commas).
 
         Args:
           pad_to_multiple: None pads every row to seq_length; an int pads only to the batch's longest packed
@@ -156,8 +162,17 @@ class InGraphTokenizer(tf.Module):
           dict of int32 [batch, width]: input_word_ids, input_mask, input_type_ids.
         """
         length_a = tf.cast(ids_a.row_lengths(), tf.int32)  # [batch]
+        skip_b = 0  # B's leading tokens left out
         if ids_b is None:
             new_a, new_b, specials = tf.minimum(length_a, max(seq_length - 2, 0)), 0, 2
+        elif keep_b_tail is not None:
+            budget = max(seq_length - 3, 0)
+            length_b = tf.cast(ids_b.row_lengths(), tf.int32)
+            new_b = tf.minimum(length_b, min(keep_b_tail, budget))
+            new_a, specials, skip_b = tf.minimum(length_a, budget - new_b), 3, length_b - new_b
+            check = assert_same_batch(ids_a.nrows(), ids_b.nrows(), "pack: text and text_b")
+            with tf.control_dependencies([check]):
+                new_a = tf.identity(new_a)
         else:
             budget = seq_length - 3
             length_b = tf.cast(ids_b.row_lengths(), tf.int32)
@@ -179,7 +194,9 @@ class InGraphTokenizer(tf.Module):
             width = tf.reduce_max(tf.concat([[2], new_a + new_b + specials], axis=0))
             width = tf.minimum((width + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple, seq_length)
         first = (ids_a.flat_values, tf.cast(ids_a.row_starts(), tf.int32), new_a)
-        second = None if ids_b is None else (ids_b.flat_values, tf.cast(ids_b.row_starts(), tf.int32), new_b)
+        second = None
+        if ids_b is not None:
+            second = (ids_b.flat_values, tf.cast(ids_b.row_starts(), tf.int32) + skip_b, new_b)
         features, _ = pack_rows(self.cls_id, self.sep_id, width, first, second)
         return features
 

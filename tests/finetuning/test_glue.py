@@ -1,5 +1,7 @@
 """GLUE TSV and generic CSV/JSONL readers, and the classification tf.data pipeline."""
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,17 @@ def test_wrong_column_count_and_unknown_label_name_file_and_line(tmp_path):
         glue.read_glue(folder, "sst-2", "train")
     with pytest.raises(glue.DataError, match="unknown GLUE task 'nope'"):
         glue.read_glue(folder, "nope", "train")
+
+
+def test_qqp_rows_with_missing_fields_are_skipped_and_counted(tmp_path, caplog):
+    # QQP's train.tsv has rows that lack a question; the original (and Model Garden) skip them.
+    header = "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+    rows = "0\t1\t2\tHow?\tWhy?\t0\n1\t3\t4\tWhat?\n2\t5\t6\tWho?\tWhom?\t1\n"
+    folder = write(tmp_path, "qqp", "train.tsv", header + rows)
+    with caplog.at_level(logging.WARNING):
+        examples = glue.read_glue(folder, "qqp", "train")
+    assert examples == [glue.Example("How?", "Why?", 0), glue.Example("Who?", "Whom?", 1)]
+    assert "1 row(s) with missing fields skipped" in caplog.text and "(lines 3)" in caplog.text
 
 
 def test_csv_and_jsonl_text_classification(tmp_path):

@@ -54,6 +54,23 @@ def test_dataset_packs_each_choice_like_the_python_tokenizer(tmp_path):
     np.testing.assert_array_equal(labels, [1, 2])
 
 
+def test_a_short_length_cuts_the_article_and_keeps_every_choice_whole(tmp_path):
+    # At 16 tokens, trimming the longer segment first would cut "What did Tom buy? <option>" before its
+    # option, leaving four identical choices; the original keeps the choice and cuts the article (a choice
+    # longer than the room keeps its last tokens: its option).
+    write(tmp_path, RECORD)
+    (example, _) = race.read_race(str(tmp_path), "train", levels=("high",))
+    features = next(iter(race.multiple_choice_dataset([example], SPM, seq_length=16, batch_size=1)))[0]
+    python = AlbertTokenizer(SPM)
+    article = python.encode(example.article)
+    rows = features["input_word_ids"][0].numpy().tolist()
+    for row, text in zip(rows, example.choices, strict=True):
+        choice = python.encode(text)[-(16 - 3) :]
+        ids = [2, *article[: 16 - 3 - len(choice)], 3, *choice, 3]
+        assert len(article) + len(choice) > 13 and row == ids + [0] * (16 - len(ids)), text
+    assert len({tuple(row) for row in rows}) == 4
+
+
 def test_bytes_that_are_not_utf8_are_named_or_replaced(tmp_path):
     write(tmp_path, RECORD)
     path = tmp_path / "train" / "high" / "1.txt"

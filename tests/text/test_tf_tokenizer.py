@@ -134,3 +134,28 @@ def test_pack_refuses_batches_of_different_sizes(tokenizers):
     _, graph = tokenizers
     with pytest.raises(tf.errors.InvalidArgumentError, match="different batch sizes"):
         graph.pack(graph.tokenize(tf.constant(["a", "b"])), graph.tokenize(tf.constant(["c"])), seq_length=8)
+
+
+def test_pack_keeping_the_tail_of_the_second_segment_cuts_the_first(tokenizers):
+    # The original RACE (race_utils): the choice (question and option) keeps its last max_qa_length tokens,
+    # the article is cut to what is left of seq_length - 3. Ids by hand: A = 100.., B = 200...
+    _, graph = tokenizers
+    firsts = [list(range(100, 100 + n)) for n in (0, 3, 12, 12, 12)]
+    seconds = [list(range(200, 200 + n)) for n in (2, 2, 2, 6, 14)]
+    got = graph.pack(
+        tf.ragged.constant(firsts, tf.int32),
+        tf.ragged.constant(seconds, tf.int32),
+        seq_length=12,
+        keep_b_tail=4,
+    )
+    for index, (a, b) in enumerate(zip(firsts, seconds, strict=True)):
+        kept_b = b[-4:]  # at most 4 of B, from its end
+        kept_a = a[: 12 - 3 - len(kept_b)]
+        ids = [2, *kept_a, 3, *kept_b, 3]
+        padding = [0] * (12 - len(ids))
+        assert got["input_word_ids"][index].numpy().tolist() == ids + padding, index
+        assert (
+            got["input_type_ids"][index].numpy().tolist()
+            == [0] * (len(kept_a) + 2) + [1] * (len(kept_b) + 1) + padding
+        ), index
+        assert got["input_mask"][index].numpy().tolist() == [1] * len(ids) + padding, index
