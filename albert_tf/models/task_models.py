@@ -75,8 +75,9 @@ class _TaskModel(HeadModel):
 
         A directory with a fine-tuned task model (task_model.keras, what fine-tuning writes) gives that
         model, as it was saved (its dtype policy included), to predict with or fine-tune further: it must
-        be of this class and agree with the head arguments that shape it (e.g. num_classes). Otherwise the
-        directory's pretrained encoder gets freshly initialized heads.
+        be of this class and agree with the head arguments that shape it (e.g. num_classes); a dropout_rate
+        given replaces the saved one (the head's Dropout layer takes it, and a save records it). Otherwise
+        the directory's pretrained encoder gets freshly initialized heads.
         """
         if not model_dir.has_task_model(directory):
             return cls(model_dir.load_encoder(directory, dtype=dtype), **head_arguments)
@@ -89,6 +90,11 @@ class _TaskModel(HeadModel):
                     f"{directory} holds an {cls.__name__} with {name}={getattr(model, name)}, "
                     f"not {head_arguments[name]}"
                 )
+        if "dropout_rate" in head_arguments:
+            model.dropout_rate = head_arguments["dropout_rate"]
+            for layer in model.layers:
+                if isinstance(layer, keras.layers.Dropout):
+                    layer.rate = model.dropout_rate
         return model
 
 

@@ -113,6 +113,11 @@ def test_from_model_dir_continues_a_fine_tuned_model(tmp_path):
     again = AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=3, dropout_rate=0.2)
     x = features(4)
     np.testing.assert_array_equal(again.predict(x, verbose=0), classifier.predict(x, verbose=0))
+    # The dropout rate it is continued with is the head's, and what a save records.
+    assert again.get_layer("dropout").rate == 0.2 and classifier.get_layer("dropout").rate == 0.1
+    model_dir.copy_config_and_spm(str(tmp_path / "pretrained"), tmp_path / "continued")
+    model_dir.save_task_model(again, tmp_path / "continued")
+    assert model_dir.load_task_model(str(tmp_path / "continued")).get_layer("dropout").rate == 0.2
     with pytest.raises(ValueError, match="holds an AlbertClassifier with num_classes=3, not 2"):
         AlbertClassifier.from_model_dir(str(tmp_path / "tuned"), num_classes=2)
     with pytest.raises(ValueError, match="holds a fine-tuned AlbertClassifier, not an AlbertSpanLabeler"):
