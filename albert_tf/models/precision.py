@@ -19,7 +19,7 @@ PRECISIONS = ("float32", "bfloat16")
 
 
 def _without_dtype(config):
-    """An encoder's serialized config without its own dtype policy: the global one applies on rebuild."""
+    """A model's serialized config without its own dtype policy: the global one applies on rebuild."""
     config = dict(config)
     config.pop("dtype", None)
     return config
@@ -46,8 +46,7 @@ def with_precision(model, precision):
     config = model.get_config()
     if "encoder" in config:  # a model with heads: its encoder is serialized inside
         config["encoder"] = {**config["encoder"], "config": _without_dtype(config["encoder"]["config"])}
-    else:
-        config = _without_dtype(config)
+    config = _without_dtype(config)
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:

@@ -37,8 +37,9 @@ def inputs(name):
 
 
 def mixed_copy(model):
-    """The model rebuilt under Keras' mixed_bfloat16 policy (float32 weights cast at each use)."""
-    config = model.get_config()
+    """The model rebuilt under Keras' mixed_bfloat16 policy (float32 weights cast at each use): its config
+    without the policy it was saved with."""
+    config = {key: value for key, value in model.get_config().items() if key != "dtype"}
     keras.config.set_dtype_policy("mixed_bfloat16")
     try:
         copy = type(model).from_config(config)

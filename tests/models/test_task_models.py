@@ -141,3 +141,18 @@ def test_a_classifier_keeps_its_label_names(tmp_path):
     model_dir.save_task_model(unnamed, tmp_path / "old")
     continued = AlbertClassifier.from_model_dir(str(tmp_path / "old"), num_classes=2, labels=labels)
     assert continued.labels == labels
+
+
+@pytest.mark.parametrize("saved, loaded", [("mixed_bfloat16", "float32"), ("float32", "mixed_bfloat16")])
+def test_a_task_model_reloads_under_the_dtype_policy_it_was_saved_with(saved, loaded, tmp_path):
+    keras.config.set_dtype_policy(saved)
+    model = AlbertSpanLabeler(AlbertEncoder(tiny_config()), answerability=True)
+    model_dir.save_task_model(model, tmp_path)
+    keras.config.set_dtype_policy(loaded)  # the process that loads it runs under another global policy
+    again = model_dir.load_task_model(str(tmp_path))
+    policies = [(layer.name, layer.dtype_policy.name) for layer in model._flatten_layers()]
+    assert [(layer.name, layer.dtype_policy.name) for layer in again._flatten_layers()] == policies
+    assert again.dtype_policy.name == saved and again.encoder.dtype_policy.name == saved
+    x = features(3)
+    for name, value in model.predict(x, verbose=0).items():
+        np.testing.assert_array_equal(again.predict(x, verbose=0)[name], value, err_msg=name)
