@@ -17,10 +17,14 @@ its progress line and its evaluation. The `Engine` does the rest, the same for e
 - evaluation every `eval_every_steps` and at the end, its history (output_dir/eval_history.jsonl, one JSON
   object per evaluation, rewritten whole through a temporary name), TensorBoard summaries (train/, eval/)
   and progress lines; with a task's `best_metric`, the best evaluation's weights kept apart from the
-  rolling checkpoints (checkpoints/best) and restored at the end;
+  rolling checkpoints (checkpoints/best) and, with `ends_with_best`, restored at the end;
+- a guard against collapse (collapse_guard.py, Task.collapsed): said in the progress line and the history;
+  with `rollback_on_collapse`, back to the last healthy checkpoint at a lower learning rate (`roll_back`);
 - cluster roles: only the chief (training.distribution.is_chief) writes the run's outputs. Every task saves
   its checkpoints (collective ops need all of them); a task that is not the chief keeps its own in a scratch
-  folder of its output_dir (checkpoints/worker_<id>), which it removes once the run ends.
+  folder of its output_dir (checkpoints/worker_<id>), which it removes once the run ends. On resume all
+  restore the newest step every task holds (`restore`). An evaluator beside training evaluates each
+  checkpoint as it lands (`evaluate_each_checkpoint`).
 
 The steps are our loop rather than `model.fit`: in Keras 3.15 `fit` fails under MultiWorkerMirroredStrategy
 (keras-team/keras#20585), restarts its input at every call and keeps no input position. Task models stay
