@@ -192,8 +192,12 @@ def evaluate_continuously(settings: PretrainingSettings):
     results = run_.engine.evaluate_each_checkpoint(watched, s.num_train_steps, s.continuous_eval_timeout)
     if results is not None:
         path = file_io.join(own, EVAL_RESULTS_FILE)
-        file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
+        _write_results(path, results)
     return results
+
+
+def _write_results(path, results):
+    file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
 
 
 def _write_outputs(run_, results):
@@ -207,7 +211,7 @@ def _write_outputs(run_, results):
         log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
     if results is not None:
         path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)
-        file_io.write_atomically(path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode())
+        _write_results(path, results)
         history = run_.engine.history_path
         log.line(f"evaluation: {', '.join([path] + ([history] if file_io.exists(history) else []))}")
     if log.summary_folders():

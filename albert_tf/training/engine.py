@@ -268,8 +268,7 @@ class Engine:
     def _steps_of_every_task(self, steps):
         """{task name: the steps it holds} for every task of a multi-worker run (the strategy's collective
         gathers them); {"this task": steps} otherwise."""
-        resolver = getattr(self.strategy, "cluster_resolver", None)
-        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             return {"this task": steps}
         width = 2 * self.settings.keep_checkpoint_max + 2  # its own and the chief's, newest first
         row = [int(self.chief), distribution.task_id(self.strategy)] + (steps[::-1] + [-1] * width)[:width]
