@@ -5,10 +5,11 @@
 
 `--export_dir` is the version folder TF Serving reads (models/NAME/VERSION). Tasks: encoder and pretraining
 use the directory's pretrained weights; classifier, span and multiple_choice its fine-tuned task model
-(task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`; a span model answers
-with the windows and decoding run_squad used, from span_settings.json). The export is loaded by TensorFlow's
-C++ loader, as TF Serving loads it, and its warm-up requests replayed before it is published. See
-albert_tf/serving/export.py for the signatures and export/README.md for serving it.
+(task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`), which tokenizes as it
+was trained: its sequence length, pairing and casing come from the model, and a flag that contradicts them is
+refused. A span model answers with the windows and decoding run_squad used, from span_settings.json. The
+export is loaded by TensorFlow's C++ loader, as TF Serving loads it, and its warm-up requests replayed before
+it is published. See albert_tf/serving/export.py for the signatures and export/README.md for serving it.
 """
 
 import dataclasses
@@ -31,10 +32,15 @@ flags.DEFINE_string("export_dir", None, "The SavedModel directory to create, e.g
 flags.DEFINE_integer(
     "max_seq_length",
     None,
-    "Tokens per text (pair); longer input is truncated (span: windowed). Default: 128; "
-    "span: the fine-tuning run's (span_settings.json), else 384.",
+    "Tokens per text (pair); longer input is truncated (span: windowed). Task models: the length they were "
+    "fine-tuned at, which this may only repeat; encoder and pretraining: default 128.",
 )
-flags.DEFINE_bool("text_pair", False, "serving_default takes text and text_b (span always does).")
+flags.DEFINE_bool(
+    "text_pair",
+    None,
+    "serving_default takes text and text_b. Task models: as they were fine-tuned (span and multiple_choice "
+    "always take two texts); encoder and pretraining: default false.",
+)
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model, if the model directory has none.")
 flags.DEFINE_integer(
     "sub_batch_size",
@@ -55,13 +61,13 @@ flags.DEFINE_enum(
     "rounding; bench/README.md has the measurements.",
 )
 # Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
+# The windows' length is the model's (--max_seq_length).
 flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")
 flags.DEFINE_integer("max_query_length", None, "span: question tokens kept.")
 flags.DEFINE_integer("n_best_size", None, "span: top start and end positions considered per window.")
 flags.DEFINE_integer("max_answer_length", None, "span: longest answer, in tokens.")
 flags.DEFINE_float("null_score_threshold", None, "span (v2.0): no answer below this answerable logit.")
-SPAN_FLAGS = ("max_seq_length", "doc_stride", "max_query_length", "n_best_size", "max_answer_length",
-              "null_score_threshold")  # fmt: skip
+SPAN_FLAGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "null_score_threshold")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -83,9 +89,16 @@ def main(argv):
         spm = FLAGS.spm_model_file or model_dir.spm_model_file(FLAGS.model_dir)
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model; pass --spm_model_file")
-        span_settings = SpanSettings.load(FLAGS.model_dir) or SpanSettings()
-        given = {name: FLAGS[name].value for name in SPAN_FLAGS if FLAGS[name].value is not None}
-        span_settings = dataclasses.replace(span_settings, **given)
+        span_settings = None
+        if FLAGS.task == "span":  # what run_squad kept, else its defaults at the model's length
+            length = FLAGS.max_seq_length or getattr(model.preprocessing, "max_seq_length", None)
+            default = SpanSettings(max_seq_length=length) if length else None
+            span_settings = SpanSettings.load(FLAGS.model_dir) or default
+            given = {name: FLAGS[name].value for name in SPAN_FLAGS if FLAGS[name].value is not None}
+            if span_settings:
+                span_settings = dataclasses.replace(span_settings, **given)
+        # The directory's casing for the pretrained models; a task model keeps its own.
+        pretrained = FLAGS.task in ("encoder", "pretraining")
         sizing = {} if FLAGS.sub_batch_size is None else {"sub_batch_size": FLAGS.sub_batch_size}
         path = export_saved_model(
             model,
@@ -96,7 +109,7 @@ def main(argv):
             pair=FLAGS.text_pair,
             span_settings=span_settings,
             precision=FLAGS.precision,
-            do_lower_case=model_dir.do_lower_case(FLAGS.model_dir),
+            do_lower_case=model_dir.do_lower_case(FLAGS.model_dir) if pretrained else None,
             **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError) as error:

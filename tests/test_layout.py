@@ -16,7 +16,7 @@ ALLOWED = {
     "foundation": set(),
     "text": set(),
     "layers": set(),
-    "models": {"layers"},
+    "models": {"layers", "text"},
     "checkpoints": {"models", "layers"},
     "training": set(),
     "pretraining.data": {"text"},

@@ -76,14 +76,15 @@ class ClassifierTask(task.FineTuningTask):
         return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
 
     def _build_model(self):
+        s = self.settings
+        examples = next(iter(self.splits.values()), None)  # a fine-tuned model must take what they hold
+        pair = None if not examples else examples[0].text_b is not None
+        arguments = dict(max_seq_length=s.max_seq_length, text_pair=pair, dropout_rate=s.dropout_rate)
         if self.regression:
-            return AlbertClassifier.from_model_dir(
-                self.settings.model_dir, num_classes=1, dropout_rate=self.settings.dropout_rate
-            )
+            return AlbertClassifier.from_model_dir(s.model_dir, num_classes=1, **arguments)
         return AlbertClassifier.from_model_dir(
-            self.settings.model_dir, num_classes=len(self.labels), labels=self.labels,
-            dropout_rate=self.settings.dropout_rate,
-        )  # fmt: skip
+            s.model_dir, num_classes=len(self.labels), labels=self.labels, **arguments
+        )
 
     def _read(self):
         """The splits asked for; sets self.labels (None for regression)."""

@@ -14,9 +14,8 @@ import io
 import json
 import logging
 
-import tensorflow as tf
-
 from albert_tf import file_io
+from albert_tf.text import batches
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 
@@ -212,45 +211,22 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
     return examples, tuple(labels)
 
 
-def repeat_from(batches, start):
-    """`batches` (one epoch) unchanged when start is None, else its epochs repeated without end from batch
-    number `start` on (a resumed run's input position)."""
-    return batches if start is None else batches.repeat().skip(start)
-
-
 def classification_dataset(
     examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32,
     do_lower_case=True, start=None,
 ):  # fmt: skip
-    """(features, label) batches for `model.fit`: in-graph tokenization, packed, truncated to seq_length.
-
-    Each batch is padded to its longest example rounded up to a multiple of `pad_to_multiple` (at most
-    seq_length): short texts compute less, and few distinct shapes are traced. None pads to seq_length.
-    Training data is shuffled (all examples, reshuffled each epoch) and batches are full; evaluation keeps
-    the order and the last partial batch. Labels: int32 class index, or float32 for regression. Text is
-    lowercased before SentencePiece unless do_lower_case is False (a cased model: model_dir.do_lower_case).
-    With `start` (training), the epochs repeat without end from batch number `start` on: the batches an
-    uninterrupted run reads from there, the skipped ones not tokenized.
+    """(features, label) batches of examples for `model.fit` (features alone for unlabelled examples), as
+    `text.batches.text_dataset` makes them: in-graph tokenization, each batch padded to its longest example
+    rounded up to a multiple of `pad_to_multiple` (None: to seq_length). Labels: int32 class index, or
+    float32 for regression. Text is lowercased before SentencePiece unless do_lower_case is False (a cased
+    model: model_dir.do_lower_case). is_training, seed, start: as text_dataset's.
     """
     if not examples:
         raise DataError("no examples")
-    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
     pair = examples[0].text_b is not None
-    labels = [example.label for example in examples]
-    regression = isinstance(labels[0], float)
-    columns = {"text_a": [e.text_a for e in examples]}
-    if pair:
-        columns["text_b"] = [e.text_b for e in examples]
-    if labels[0] is not None:
-        columns["label"] = tf.constant(labels, tf.float32 if regression else tf.int32)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if is_training:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=is_training), start)
-
-    def encode(batch):
-        text_b = tokenizer.tokenize(batch["text_b"]) if pair else None
-        features = tokenizer.pack(tokenizer.tokenize(batch["text_a"]), text_b, seq_length, pad_to_multiple)
-        return (features, batch["label"]) if "label" in batch else features
-
-    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    labels = None if examples[0].label is None else [example.label for example in examples]
+    return batches.text_dataset(
+        [e.text_a for e in examples], [e.text_b for e in examples] if pair else None, labels,
+        InGraphTokenizer(spm_model_file, do_lower_case), seq_length, batch_size, is_training=is_training,
+        seed=seed, pad_to_multiple=pad_to_multiple, start=start,
+    )  # fmt: skip

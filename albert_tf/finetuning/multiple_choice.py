@@ -25,9 +25,11 @@ class RaceTask(classifier.ClassifierTask):
         return {split: race.read_race(s.data_dir, split, errors=s.errors) for split in splits}
 
     def _build_model(self):
+        s = self.settings
         return AlbertMultipleChoice.from_model_dir(
-            self.settings.model_dir, num_choices=len(race.LETTERS), dropout_rate=self.settings.dropout_rate
-        )
+            s.model_dir, num_choices=len(race.LETTERS), dropout_rate=s.dropout_rate,
+            max_seq_length=s.max_seq_length, text_pair=True,
+        )  # fmt: skip
 
     def _dataset(self, split, is_training=False, start=None):
         s = self.settings

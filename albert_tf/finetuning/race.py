@@ -14,7 +14,8 @@ import os
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.finetuning.glue import DataError, read_task_text, repeat_from
+from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.text.batches import repeat_from
 from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer
 
 LETTERS = "ABCD"

@@ -86,8 +86,9 @@ class SquadTask(task.FineTuningTask):
     def _build_model(self):
         s = self.settings
         return AlbertSpanLabeler.from_model_dir(
-            s.model_dir, answerability=s.version_2_with_negative, dropout_rate=s.dropout_rate
-        )
+            s.model_dir, answerability=s.version_2_with_negative, dropout_rate=s.dropout_rate,
+            max_seq_length=s.max_seq_length, text_pair=True,
+        )  # fmt: skip
 
     def _example_losses(self, targets, outputs):
         """The mean of the start and end cross-entropies, plus half the answerability cross-entropy."""

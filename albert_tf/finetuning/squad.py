@@ -25,7 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.finetuning import span_decoding
-from albert_tf.finetuning.glue import DataError, read_task_text, repeat_from
+from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.text.batches import repeat_from
 
 
 @dataclasses.dataclass(frozen=True)

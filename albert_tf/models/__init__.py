@@ -1,6 +1,8 @@
 """ALBERT models: the encoder, the models that put heads on it, and model directories (keras and keras.ops).
 
-May import: layers and the top-level modules (config, file_io).
+May import: layers and the top-level modules (config, file_io); text only inside the task models' fit,
+evaluate and predict when they are given raw strings (tokenization runs in tf.data), so the models themselves
+load and run on any Keras backend.
 """
 
 from albert_tf.models import model_dir

@@ -6,20 +6,47 @@
 
 As the original fine-tuning code: dropout 0.1 on the pooled output before the classifier, heads initialized
 from a truncated normal of stddev `initializer_range`. Logits are float32 under mixed precision. Each
-works with compile / fit / evaluate / predict and loads a pretrained model directory with
-`from_model_dir(directory, ...)`.
+works with compile / fit / evaluate / predict, loads a pretrained model directory with
+`from_model_dir(directory, ...)`, and keeps its `Preprocessing` (sequence length, pairing, casing) in its
+config, so an export of it tokenizes as it was trained.
 """
 
+import dataclasses
+import os
+
 import keras
+import numpy as np
 from keras import ops
 
+from albert_tf import file_io
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.models import model_dir
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.models.head_model import HeadModel
+from albert_tf.models.preprocessing import Preprocessing
 
 # Added to span logits at padding: no softmax or top-k over a row picks a padded position.
 PADDING_LOGIT = -10000.0
+# Tokens per example when a model that does not know its length is first given raw text.
+DEFAULT_SEQ_LENGTH = 128
+# Examples per batch of raw text when batch_size is not given (Keras' own default).
+DEFAULT_BATCH_SIZE = 32
+SPM_ASSET = "spm.model"
+
+
+def _strings(values):
+    """Whether values is a 1-D list, tuple or NumPy array of str (or bytes)."""
+    if isinstance(values, np.ndarray):
+        return (
+            values.ndim == 1
+            and values.dtype.kind in "USO"
+            and all(isinstance(v, (str, bytes)) for v in values)
+        )
+    return (
+        isinstance(values, (list, tuple))
+        and bool(values)
+        and all(isinstance(v, (str, bytes)) for v in values)
+    )
 
 
 def _inputs(shape=(None,)):
@@ -65,22 +92,155 @@ class SplitChoices(keras.layers.Layer):
 
 
 class _TaskModel(HeadModel):
-    """Task models load a pretrained model directory, or continue from a fine-tuned one."""
+    """Task models keep their preprocessing (`self.preprocessing`, a `Preprocessing` or None), load a
+    pretrained model directory, or continue from a fine-tuned one."""
 
     _SHAPE_ARGUMENTS = ()  # head arguments a fine-tuned model must agree with (its head's shape)
+    # Whether fit, evaluate and predict take raw text (single texts or pairs, as a classifier reads them).
+    _TAKES_TEXT = False
+
+    def _keep(self, encoder, dropout_rate, preprocessing, spm_model):
+        self.encoder = encoder
+        self.dropout_rate = dropout_rate
+        self.preprocessing = Preprocessing.from_config(preprocessing)
+        if spm_model is not None and not isinstance(spm_model, bytes):
+            spm_model = file_io.read_bytes(spm_model)
+        self.spm_model = spm_model  # bytes; saved in .keras files as an asset, not in the config
+
+    # The SentencePiece model travels in the .keras file (Keras calls these on save and load).
+    def save_assets(self, directory):
+        if self.spm_model is not None:
+            with open(os.path.join(directory, SPM_ASSET), "wb") as file:
+                file.write(self.spm_model)
+
+    def load_assets(self, directory):
+        path = os.path.join(directory, SPM_ASSET)
+        if os.path.exists(path):
+            with open(path, "rb") as file:
+                self.spm_model = file.read()
+
+    # Raw text in fit, evaluate and predict ------------------------------------------------------------------
+
+    def _text_batches(self, x, y, batch_size, training):
+        """x (and y) as batches of the encoder's inputs (and targets) when x is raw text, else None: x a list
+        or 1-D NumPy array of strings, a pair (texts, texts_b) of them, or a tf.data.Dataset of string batches
+        (text.batches.layout). Tokenized in tf.data with the in-graph tokenizer the export uses, at the
+        model's preprocessing, which records the pairing (and length) of the first text it is given."""
+        if hasattr(x, "element_spec"):
+            from albert_tf.text import batches  # TensorFlow only where raw text is given
+
+            found = batches.layout(x)
+            if found is None:
+                return None
+            self._check_takes_text()
+            return batches.encode_batches(x, self._tokenizer(found[0]), self.preprocessing.max_seq_length)
+        if _strings(x):
+            texts, texts_b = x, None
+        elif isinstance(x, (tuple, list)) and len(x) == 2 and all(_strings(part) for part in x):
+            texts, texts_b = x
+        else:
+            return None
+        self._check_takes_text()
+        from albert_tf.text import batches
+
+        tokenizer = self._tokenizer(texts_b is not None)
+        return batches.text_dataset(
+            texts, texts_b, self._targets(y), tokenizer, self.preprocessing.max_seq_length,
+            batch_size or DEFAULT_BATCH_SIZE, is_training=training, drop_remainder=False, seed=None,
+        )  # fmt: skip
+
+    def _check_length(self):
+        """ValueError unless the preprocessing's length fits the position embeddings."""
+        length = getattr(self.preprocessing, "max_seq_length", None)
+        positions = self.encoder.config.max_position_embeddings
+        if length is not None and length > positions:
+            raise ValueError(
+                f"max_seq_length={length} exceeds the model's max_position_embeddings={positions}"
+            )
+
+    def _check_takes_text(self):
+        if not self._TAKES_TEXT:
+            raise ValueError(
+                f"an {type(self).__name__} takes the encoder's token ids, not raw text: run_squad and "
+                "run_race prepare them (raw text in fit and predict: AlbertClassifier)"
+            )
+
+    def _tokenizer(self, pair):
+        """The in-graph tokenizer, once the preprocessing agrees with pair (and records it)."""
+        from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+        name = type(self).__name__
+        if self.spm_model is None:
+            raise ValueError(
+                f"this {name} has no SentencePiece model to tokenize text with: build it with "
+                f"{name}.from_model_dir, or pass spm_model=(the model's file)"
+            )
+        kept = (self.preprocessing or Preprocessing()).agreeing(f"this {name}", text_pair=pair)
+        if kept.max_seq_length is None:
+            kept = dataclasses.replace(kept, max_seq_length=DEFAULT_SEQ_LENGTH)
+        self.preprocessing = kept
+        self._check_length()
+        return InGraphTokenizer(self.spm_model, kept.do_lower_case)
+
+    def _targets(self, y):
+        return y
+
+    def _text_outputs(self, outputs):
+        """What predict on raw text returns, from the model's outputs."""
+        return outputs
+
+    def fit(self, x=None, y=None, batch_size=None, **kwargs):
+        """Keras' fit; x may also be raw text (see `_text_batches`), y its labels."""
+        text = self._text_batches(x, y, batch_size, training=kwargs.get("shuffle", True))
+        if text is not None:  # shuffled in the pipeline, when asked (Keras shuffles only arrays)
+            x, y, batch_size, kwargs["shuffle"] = text, None, None, False
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, tuple) and len(validation) == 2:
+            size = kwargs.get("validation_batch_size") or batch_size
+            converted = self._text_batches(*validation, size, training=False)
+            kwargs["validation_data"] = validation if converted is None else converted
+        elif validation is not None:
+            converted = self._text_batches(validation, None, None, training=False)
+            kwargs["validation_data"] = validation if converted is None else converted
+        return super().fit(x, y, batch_size=batch_size, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """Keras' evaluate; x may also be raw text, y its labels."""
+        text = self._text_batches(x, y, batch_size, training=False)
+        if text is not None:
+            x, y, batch_size = text, None, None
+        return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras' predict; on raw text, what `_text_outputs` gives (a classifier: probabilities)."""
+        text = self._text_batches(x, None, batch_size, training=False)
+        if text is None:
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return self._text_outputs(super().predict(text, **kwargs))
 
     @classmethod
-    def from_model_dir(cls, directory, dtype=None, **head_arguments):
+    def from_model_dir(cls, directory, dtype=None, max_seq_length=None, text_pair=None, **head_arguments):
         """This task model from a model directory.
 
         A directory with a fine-tuned task model (task_model.keras, what fine-tuning writes) gives that
-        model, as it was saved (its dtype policy included), to predict with or fine-tune further: it must
-        be of this class and agree with the head arguments that shape it (e.g. num_classes); a dropout_rate
-        given replaces the saved one (the head's Dropout layer takes it, and a save records it). Otherwise
-        the directory's pretrained encoder gets freshly initialized heads.
+        model, as it was saved (its dtype policy and preprocessing included), to predict with or fine-tune
+        further: it must be of this class and agree with the head arguments that shape it (e.g.
+        num_classes) and with text_pair; a dropout_rate or max_seq_length given replaces the saved one (the
+        head's Dropout layer takes the rate, and a save records both). Otherwise the directory's pretrained
+        encoder gets freshly initialized heads, and preprocessing of max_seq_length tokens and text_pair
+        (None: not known yet) and the directory's casing.
         """
         if not model_dir.has_task_model(directory):
-            return cls(model_dir.load_encoder(directory, dtype=dtype), **head_arguments)
+            preprocessing = Preprocessing(
+                max_seq_length=max_seq_length,
+                text_pair=text_pair,
+                do_lower_case=model_dir.do_lower_case(directory),
+            )
+            encoder = model_dir.load_encoder(directory, dtype=dtype)
+            spm = model_dir.spm_model_file(directory)
+            model = cls(encoder, preprocessing=preprocessing, spm_model=spm, **head_arguments)
+            model._check_length()
+            return model
         model = model_dir.load_task_model(directory)
         if not isinstance(model, cls):
             raise ValueError(f"{directory} holds a fine-tuned {type(model).__name__}, not an {cls.__name__}")
@@ -90,12 +250,23 @@ class _TaskModel(HeadModel):
                     f"{directory} holds an {cls.__name__} with {name}={getattr(model, name)}, "
                     f"not {head_arguments[name]}"
                 )
+        if model.spm_model is None and model_dir.spm_model_file(directory):  # saved without one
+            model.spm_model = file_io.read_bytes(model_dir.spm_model_file(directory))
+        known = model.preprocessing or Preprocessing(do_lower_case=model_dir.do_lower_case(directory))
+        model.preprocessing = known.agreeing(
+            directory, changeable=("max_seq_length",), max_seq_length=max_seq_length, text_pair=text_pair
+        )
+        model._check_length()
         if "dropout_rate" in head_arguments:
             model.dropout_rate = head_arguments["dropout_rate"]
             for layer in model.layers:
                 if isinstance(layer, keras.layers.Dropout):
                     layer.rate = model.dropout_rate
         return model
+
+    def _head_config(self):
+        preprocessing = None if self.preprocessing is None else self.preprocessing.to_config()
+        return {"dropout_rate": self.dropout_rate, "preprocessing": preprocessing}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -108,13 +279,30 @@ class AlbertClassifier(_TaskModel):
       labels: optional class names, one per class (what the data calls them, e.g. GLUE's "entailment"):
         kept with the model, so exports answer with them.
       dropout_rate: float, 0.1; on the pooled output.
+      preprocessing: a `Preprocessing` (or its config dict), how raw text becomes the inputs; every task
+        model takes it. None: unknown (its export must then be told the length and pairing).
+      spm_model: its SentencePiece model (a path, or the file's bytes), for raw text; every task model takes
+        it, and keeps it in its .keras file.
 
-    Inputs: the encoder's three int32 [batch, seq] inputs, as a dict.
+    Inputs: the encoder's three int32 [batch, seq] inputs, as a dict. `fit`, `evaluate` and `predict` also
+    take raw text: a list or 1-D NumPy array of strings, a pair (texts, texts_b) of them, or a
+    tf.data.Dataset of string batches (text.batches.layout); labels as class indices or label names.
+    `predict` on text gives probabilities float32 [batch, num_classes] (regression: scores [batch]).
     """
 
     _SHAPE_ARGUMENTS = ("num_classes",)
+    _TAKES_TEXT = True
 
-    def __init__(self, encoder: AlbertEncoder, num_classes, labels=None, dropout_rate=0.1, **kwargs):
+    def __init__(
+        self,
+        encoder: AlbertEncoder,
+        num_classes,
+        labels=None,
+        dropout_rate=0.1,
+        preprocessing=None,
+        spm_model=None,
+        **kwargs,
+    ):
         labels = None if labels is None else tuple(str(label) for label in labels)
         if labels is not None and len(labels) != num_classes:
             raise ValueError(
@@ -125,10 +313,9 @@ class AlbertClassifier(_TaskModel):
         pooled = keras.layers.Dropout(dropout_rate, name="dropout")(pooled)
         logits = _dense(num_classes, encoder, "logits")(pooled)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.encoder = encoder
+        self._keep(encoder, dropout_rate, preprocessing, spm_model)
         self.num_classes = num_classes
         self.labels = labels
-        self.dropout_rate = dropout_rate
 
     @classmethod
     def from_model_dir(cls, directory, dtype=None, labels=None, **head_arguments):
@@ -146,9 +333,26 @@ class AlbertClassifier(_TaskModel):
             )
         return model
 
+    def _targets(self, y):
+        """Labels as class indices (names of self.labels are looked up), or float scores for regression."""
+        if y is None or self.num_classes == 1:
+            return None if y is None else np.asarray(y, np.float32)
+        if _strings(y):
+            if self.labels is None:
+                raise ValueError("labels given as names, but this classifier has no label names")
+            unknown = sorted({str(label) for label in y} - set(self.labels))
+            if unknown:
+                raise ValueError(f"labels {unknown[:5]} are not among this classifier's {list(self.labels)}")
+            return np.array([self.labels.index(str(label)) for label in y], np.int32)
+        return np.asarray(y, np.int32)
+
+    def _text_outputs(self, outputs):
+        """float32 [batch, num_classes] probabilities; regression: [batch] scores."""
+        return outputs[:, 0] if self.num_classes == 1 else keras.ops.convert_to_numpy(ops.softmax(outputs))
+
     def _head_config(self):
         labels = None if self.labels is None else list(self.labels)
-        return {"num_classes": self.num_classes, "labels": labels, "dropout_rate": self.dropout_rate}
+        return {**super()._head_config(), "num_classes": self.num_classes, "labels": labels}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -164,7 +368,15 @@ class AlbertSpanLabeler(_TaskModel):
 
     _SHAPE_ARGUMENTS = ("answerability",)
 
-    def __init__(self, encoder: AlbertEncoder, answerability=False, dropout_rate=0.1, **kwargs):
+    def __init__(
+        self,
+        encoder: AlbertEncoder,
+        answerability=False,
+        dropout_rate=0.1,
+        preprocessing=None,
+        spm_model=None,
+        **kwargs,
+    ):
         inputs = _inputs()
         sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
         logits = _dense(2, encoder, "span_logits")(sequence)  # [B, S, 2]
@@ -185,12 +397,11 @@ class AlbertSpanLabeler(_TaskModel):
             hidden = keras.layers.Dropout(dropout_rate, name="dropout")(hidden)
             outputs["answerable_logits"] = _dense(1, encoder, "answerable_logits")(hidden)[:, 0]
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.encoder = encoder
+        self._keep(encoder, dropout_rate, preprocessing, spm_model)
         self.answerability = answerability
-        self.dropout_rate = dropout_rate
 
     def _head_config(self):
-        return {"answerability": self.answerability, "dropout_rate": self.dropout_rate}
+        return {**super()._head_config(), "answerability": self.answerability}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -202,7 +413,15 @@ class AlbertMultipleChoice(_TaskModel):
 
     _SHAPE_ARGUMENTS = ("num_choices",)
 
-    def __init__(self, encoder: AlbertEncoder, num_choices, dropout_rate=0.1, **kwargs):
+    def __init__(
+        self,
+        encoder: AlbertEncoder,
+        num_choices,
+        dropout_rate=0.1,
+        preprocessing=None,
+        spm_model=None,
+        **kwargs,
+    ):
         inputs = _inputs((num_choices, None))
         merge = MergeChoices(name="merge_choices")
         flat = {name: merge(value) for name, value in inputs.items()}
@@ -210,9 +429,8 @@ class AlbertMultipleChoice(_TaskModel):
         scores = _dense(1, encoder, "choice_logits")(pooled)  # [B * C, 1]
         scores = SplitChoices(num_choices, dtype="float32", name="split_choices")(scores)  # float32 scores
         super().__init__(inputs=inputs, outputs=scores, **kwargs)
-        self.encoder = encoder
+        self._keep(encoder, dropout_rate, preprocessing, spm_model)
         self.num_choices = num_choices
-        self.dropout_rate = dropout_rate
 
     def _head_config(self):
-        return {"num_choices": self.num_choices, "dropout_rate": self.dropout_rate}
+        return {**super()._head_config(), "num_choices": self.num_choices}

@@ -11,7 +11,8 @@ Signatures:
                         text (question), text_b (context) → span: answer_text (the context's own
                                                 characters), answer_start, answer_end (character offsets),
                                                 answer_score (+ answerable_logits, no_answer_probability)
-                        text [batch], choices [batch, num_choices] → multiple_choice: logits, probabilities
+                        text [batch] (passage), choices [batch, num_choices] (question with each
+                                                option) → multiple_choice: logits, probabilities
     preprocess        the same strings → input_word_ids, input_mask, input_type_ids (not for span or
                       multiple_choice)
     serve_token_ids   those three (+ masked_lm_positions for pretraining) → the model's outputs; the trailing
@@ -42,6 +43,7 @@ from albert_tf import file_io
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.finetuning import span_decoding
 from albert_tf.models.precision import with_precision
+from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import span_inputs, sub_batches, warmup
 from albert_tf.serving.servable import Servable
@@ -220,8 +222,9 @@ class _Functions:
         return outputs
 
     def choices(self, text, choices):
-        """text [batch] (passage and question), choices [batch, num_choices] → scores per choice. Another
-        choice count is refused: regrouped, 2 questions of 1 choice would be scored as one of 2."""
+        """text [batch] (the passage), choices [batch, num_choices] (the question with each option, as
+        run_race combines them: race.combine) → scores per choice. Another choice count is refused:
+        regrouped, 2 questions of 1 choice would be scored as one of 2."""
         num_choices = self.model.num_choices
         count = tf.shape(choices)[1]
         check = tf.debugging.Assert(
@@ -365,23 +368,29 @@ def _finish_proto(export_dir, methods):
 
 
 def export_saved_model(
-    model, spm_model_file, export_dir, task, max_seq_length=None, pair=False, do_lower_case=True,
+    model, spm_model_file, export_dir, task, max_seq_length=None, pair=None, do_lower_case=None,
     warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE, precision="float32",
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
+
+    A task model tokenizes as it was trained: its `preprocessing` gives the sequence length, whether it
+    takes text pairs and the casing; an argument that contradicts it is refused (ValueError naming both
+    values), and a task model without one must be given max_seq_length and, for a classifier, pair.
 
     Args:
       model: the Keras model for `task`: AlbertEncoder, AlbertPretrainer, AlbertClassifier (its `labels`
         become Classify's classes and serving_default's label), AlbertSpanLabeler or AlbertMultipleChoice.
       spm_model_file: its SentencePiece model (embedded in the graph as a constant).
-      do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
-        from the model directory: model_dir.do_lower_case).
       task: one of TASKS.
       max_seq_length: texts are tokenized, packed and truncated to this many tokens (span: windows of this
-        many; default: span_settings.max_seq_length for span, else 128).
-      pair: serving_default takes text and text_b (always for span; ignored for multiple_choice).
+        many). Encoder and pretraining: default 128.
+      pair: serving_default takes text and text_b (always for span and multiple_choice). Encoder and
+        pretraining: default False.
+      do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
+        from the model directory: model_dir.do_lower_case). Default True.
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
-      span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults).
+      span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults at
+        the model's sequence length).
       sub_batch_size: rows per sub-batch of a request sorted by length; 0 runs the whole batch at once
         (a GPU usually gains more from large products than from less padding).
       precision: "float32", or "bfloat16": matrix products and attention in bfloat16 with LayerNorm
@@ -401,9 +410,9 @@ def export_saved_model(
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
         )
-    span_settings = span_settings or span_decoding.SpanSettings()
-    if max_seq_length is None:
-        max_seq_length = span_settings.max_seq_length if task == "span" else 128
+    preprocessing = served_preprocessing(model, task, max_seq_length, pair, do_lower_case, span_settings)
+    max_seq_length, pair = preprocessing.max_seq_length, preprocessing.text_pair
+    span_settings = span_settings or span_decoding.SpanSettings(max_seq_length=max_seq_length)
     if max_seq_length > model_max_positions(model):
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
@@ -416,9 +425,8 @@ def export_saved_model(
         raise ValueError(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
-    pair = pair or task == "span"
     model = with_precision(model, precision)
-    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
+    tokenizer = InGraphTokenizer(spm_model_file, preprocessing.do_lower_case)
     functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
     signatures, methods = _signatures(functions)
     root = tf.Module()
@@ -436,6 +444,36 @@ def export_saved_model(
     # On object stores the version's files appear one by one: saved_model.pb, which the server waits for,
     # comes last.
     return file_io.publish_directory(export_dir, write, last=("saved_model.pb",))
+
+
+def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_case=None, span_settings=None):
+    """The `Preprocessing` an export of model for task tokenizes by: a task model's own, which the given
+    values (None: not given) must agree with; the given ones, or defaults, for the encoder and pretraining."""
+    if task in ("encoder", "pretraining"):
+        return Preprocessing(
+            max_seq_length=max_seq_length or 128,
+            text_pair=bool(pair),
+            do_lower_case=True if do_lower_case is None else do_lower_case,
+        )
+    what = f"the {type(model).__name__}"
+    if task in ("span", "multiple_choice"):  # two segments, always: question and context; article and choice
+        if pair is False:
+            raise ValueError(f"a {task} model takes two texts per example; pair=False contradicts it")
+        pair = True
+    if task == "span" and span_settings is not None:
+        if max_seq_length is not None and max_seq_length != span_settings.max_seq_length:
+            raise ValueError(
+                f"max_seq_length={max_seq_length} contradicts the span settings' "
+                f"max_seq_length={span_settings.max_seq_length}"
+            )
+        max_seq_length = span_settings.max_seq_length
+    kept = model.preprocessing or Preprocessing()  # a model built in code without one: all must be given
+    kept = kept.agreeing(what, max_seq_length=max_seq_length, text_pair=pair, do_lower_case=do_lower_case)
+    missing = [name for name, value in (("max_seq_length", kept.max_seq_length), ("pair", kept.text_pair))
+               if value is None]  # fmt: skip
+    if missing:
+        raise ValueError(f"{what} does not record its {' or '.join(missing)}: give it")
+    return kept
 
 
 def model_max_positions(model):

@@ -29,7 +29,8 @@ class InGraphTokenizer(tf.Module):
     """Strings → ragged ids, with the original ALBERT normalization and digit-comma rule.
 
     Args:
-      model_file: a SentencePiece model with the ALBERT special pieces (see tokenizer.load_sentencepiece).
+      model_file: a SentencePiece model with the ALBERT special pieces (see tokenizer.load_sentencepiece):
+        its path, or its bytes.
       do_lower_case: lowercase after removing accents, as the Python tokenizer does.
 
     Create it after seeding: `tf.random.set_seed` (and `keras.utils.set_random_seed`) clears TensorFlow's
@@ -43,8 +44,8 @@ class InGraphTokenizer(tf.Module):
     def __init__(self, model_file, do_lower_case=True, name=None):
         super().__init__(name=name)
         load_sentencepiece(model_file)  # Same checks and errors as the Python tokenizer.
-        model = file_io.read_bytes(model_file)
-        self.model_file = str(model_file)
+        model = model_file if isinstance(model_file, bytes) else file_io.read_bytes(model_file)
+        self.model_file = model_file if isinstance(model_file, bytes) else str(model_file)
         self.do_lower_case = do_lower_case
         self.cls_id, self.sep_id, self.unk_id = SPECIAL_IDS[CLS], SPECIAL_IDS[SEP], SPECIAL_IDS[UNK]
         with tf.device("/CPU:0"):

@@ -23,10 +23,15 @@ class TokenizerError(ValueError):
 
 
 def load_sentencepiece(model_file):
-    """Loads a SentencePiece model and checks it has the ALBERT special pieces at their ids."""
+    """Loads a SentencePiece model (a path, or the model's bytes) and checks it has the ALBERT special pieces
+    at their ids."""
     processor = sentencepiece.SentencePieceProcessor()
+    if isinstance(model_file, bytes):
+        proto, model_file = model_file, "the SentencePiece model given as bytes"
+    else:
+        proto = file_io.read_bytes(model_file)  # any TensorFlow file system: gs:// too
     try:
-        processor.Load(model_proto=file_io.read_bytes(model_file))  # any TensorFlow file system: gs:// too
+        processor.Load(model_proto=proto)
     except (OSError, RuntimeError) as error:
         raise TokenizerError(f"{model_file}: not a readable SentencePiece model ({error})") from None
     for piece, expected in SPECIAL_IDS.items():

@@ -3,10 +3,13 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler
-from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
+from albert_tf.text.tokenizer import AlbertTokenizer
+from tests.helpers import ENCODER_INPUTS, SAMPLE_CORPUS, SAMPLE_SPM, random_features, tiny_config
 
 
 def features(batch_size=4, seed=0):
@@ -156,3 +159,100 @@ def test_a_task_model_reloads_under_the_dtype_policy_it_was_saved_with(saved, lo
     x = features(3)
     for name, value in model.predict(x, verbose=0).items():
         np.testing.assert_array_equal(again.predict(x, verbose=0)[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("cls, arguments", [(AlbertClassifier, {"num_classes": 2}),
+                                            (AlbertSpanLabeler, {}),
+                                            (AlbertMultipleChoice, {"num_choices": 3})])  # fmt: skip
+def test_a_task_model_keeps_its_preprocessing_and_refuses_other_pairing(cls, arguments, tmp_path):
+    config = tiny_config(max_position_embeddings=40)
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(config)), tmp_path / "pretrained", do_lower_case=False
+    )
+    fresh = cls.from_model_dir(str(tmp_path / "pretrained"), **arguments)
+    # Put on a pretrained encoder: length and pairing unknown until given, the directory's casing.
+    assert fresh.preprocessing == Preprocessing(max_seq_length=None, text_pair=None, do_lower_case=False)
+    tuned = cls.from_model_dir(str(tmp_path / "pretrained"), max_seq_length=40, text_pair=True, **arguments)
+    model_dir.save_task_model(tuned, tmp_path / "tuned")
+    kept = model_dir.load_task_model(str(tmp_path / "tuned")).preprocessing  # through task_model.keras
+    assert kept == Preprocessing(max_seq_length=40, text_pair=True, do_lower_case=False)
+    # Continued at another length: it takes effect; with single texts: refused, naming both.
+    again = cls.from_model_dir(str(tmp_path / "tuned"), max_seq_length=24, **arguments)
+    assert again.preprocessing.max_seq_length == 24 and again.preprocessing.text_pair is True
+    with pytest.raises(ValueError, match="trained with text_pair=True; text_pair=False contradicts it"):
+        cls.from_model_dir(str(tmp_path / "tuned"), text_pair=False, **arguments)
+
+
+def test_a_classifier_fits_evaluates_and_predicts_on_raw_text(tmp_path):
+    """Strings in, as a notebook user has them: tokenized in tf.data by the in-graph tokenizer, as the
+    Python tokenizer packs them at the model's length; the pairing is recorded and then held to; label
+    names are looked up; the SentencePiece model travels in the .keras file."""
+    # Initialized wide: an untrained tiny encoder with the usual 0.02 gives nearly one output for every text.
+    config = tiny_config(vocab_size=8000, max_position_embeddings=32, initializer_range=0.2)
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(config)), tmp_path / "pretrained", str(SAMPLE_SPM)
+    )
+    with pytest.raises(ValueError, match="max_seq_length=40 exceeds the model's max_position_embeddings=32"):
+        AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=2, max_seq_length=40)
+    lines = [line.strip() for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [f"{('dreadful', 'splendid')[i % 2]} {line}" for i, line in enumerate(lines[:48])]
+    names = [("bad", "good")[i % 2] for i in range(len(texts))]
+    model = AlbertClassifier.from_model_dir(
+        str(tmp_path / "pretrained"), num_classes=2, labels=("bad", "good"), max_seq_length=24
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(True),
+        metrics=["accuracy"],
+    )  # fmt: skip
+    history = model.fit(texts, names, batch_size=16, epochs=6, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0], history.history["loss"]
+    assert model.preprocessing == Preprocessing(max_seq_length=24, text_pair=False, do_lower_case=True)
+    probabilities = model.predict(texts[:5], verbose=0)
+    assert probabilities.shape == (5, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
+    # The ids the model saw: the Python tokenizer's packing at 24 tokens (longer texts truncated).
+    python = AlbertTokenizer(str(SAMPLE_SPM))
+    rows = [python.pack(text, None, 24) for text in texts[:5]]
+    ids = {name: np.array([getattr(row, name) for row in rows], np.int32) for name in ENCODER_INPUTS}
+    assert max(len(python.encode(text)) for text in texts[:5]) > 22  # one is cut
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(ids)))
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+    # evaluate on strings and names; a tf.data.Dataset of string batches; the .keras round trip.
+    loss, accuracy = model.evaluate(texts, names, verbose=0)
+    assert np.isfinite(loss) and 0 <= accuracy <= 1
+    batches = tf.data.Dataset.from_tensor_slices(texts[:5]).batch(2)
+    np.testing.assert_allclose(model.predict(batches, verbose=0), expected, atol=1e-5)
+    model.save(tmp_path / "tuned.keras")
+    again = keras.saving.load_model(tmp_path / "tuned.keras")
+    assert again.preprocessing == model.preprocessing and again.spm_model == SAMPLE_SPM.read_bytes()
+    np.testing.assert_allclose(again.predict(texts[:5], verbose=0), probabilities, atol=1e-6)
+    # Trained on single texts: pairs are refused, naming both; unknown label names too.
+    with pytest.raises(ValueError, match="trained with text_pair=False; text_pair=True contradicts it"):
+        model.predict((texts[:2], texts[2:4]), verbose=0)
+    with pytest.raises(ValueError, match=r"labels \['neutral'\] are not among this classifier's"):
+        model.fit(texts[:2], ["good", "neutral"], verbose=0)
+
+
+def test_a_classifier_fit_on_pairs_keeps_them_apart_and_other_heads_refuse_text(tmp_path):
+    config = tiny_config(vocab_size=8000, max_position_embeddings=32)
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(config)), tmp_path / "pretrained", str(SAMPLE_SPM)
+    )
+    first, second = ["a cat sat", "the mat", "on a hill"], ["a dog ran", "the rug", "in the park"]
+    model = AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=1)  # regression
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.raises(ValueError, match="max_seq_length=128 exceeds the model's max_position_embeddings=32"):
+        model.fit((first, second), [0.5, 1.0, 2.0], verbose=0)  # the default length does not fit
+    model = AlbertClassifier.from_model_dir(str(tmp_path / "pretrained"), num_classes=1, max_seq_length=20)
+    model.compile(optimizer="adam", loss="mse")
+    model.fit((first, second), [0.5, 1.0, 2.0], verbose=0)
+    assert model.preprocessing.text_pair is True and model.preprocessing.max_seq_length == 20
+    scores = model.predict((first, second), verbose=0)
+    python = AlbertTokenizer(str(SAMPLE_SPM))
+    rows = [python.pack(a, b, 20) for a, b in zip(first, second, strict=True)]
+    ids = {name: np.array([getattr(row, name) for row in rows], np.int32) for name in ENCODER_INPUTS}
+    assert scores.shape == (3,) and ids["input_type_ids"].max() == 1  # segment B is typed 1
+    np.testing.assert_allclose(scores, keras.ops.convert_to_numpy(model(ids))[:, 0], atol=1e-5)
+    span = AlbertSpanLabeler.from_model_dir(str(tmp_path / "pretrained"))
+    with pytest.raises(ValueError, match="an AlbertSpanLabeler takes the encoder's token ids, not raw text"):
+        span.predict((first, second), verbose=0)

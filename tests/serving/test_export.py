@@ -28,7 +28,7 @@ from google.protobuf import text_format
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.finetuning import span_decoding, squad
+from albert_tf.finetuning import classifier, span_decoding, squad
 from albert_tf.models import (
     AlbertClassifier,
     AlbertEncoder,
@@ -40,7 +40,7 @@ from albert_tf.models.task_models import PADDING_LOGIT, AlbertSpanLabeler
 from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
-from tests.helpers import tiny_config
+from tests.helpers import SAMPLE_CORPUS, tiny_config
 from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -976,6 +976,47 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
         np.testing.assert_allclose(got["logits"], expected, atol=2e-4)
         single = models["classifier"](served_ids(texts, texts[::-1]))
         assert not np.allclose(got["logits"], single, atol=1e-7)
+
+
+def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(exports, tmp_path):
+    """run_classifier on sentence pairs (RTE's layout) at SEQ tokens, then export_saved_model given the
+    directory alone: the C++ loader's answers on pairs are the Keras model's at SEQ tokens; an export told
+    another length or single texts is refused, naming both values."""
+    base, _, _, _ = exports
+    data = tmp_path / "RTE"
+    data.mkdir()
+    with open(SAMPLE_CORPUS, encoding="utf-8") as file:
+        lines = [line.strip().replace("\t", " ") for line in file if len(line.split()) > 8][:32]
+    rows = ["index\tsentence1\tsentence2\tlabel"]
+    for index, (first, second) in enumerate(zip(lines[:16], lines[16:], strict=True)):
+        rows.append(f"{index}\t{first}\t{second}\t{('entailment', 'not_entailment')[index % 2]}")
+    (data / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    settings = classifier.ClassifierSettings(
+        task_name="rte", data_dir=str(data), model_dir=str(base / "model"),
+        output_dir=str(tmp_path / "tuned"), max_seq_length=SEQ, train_batch_size=8, train_step=2,
+        warmup_step=1, save_checkpoints_steps=2, do_eval=False,
+    )  # fmt: skip
+    classifier.run(settings)
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={tmp_path / 'tuned'}",
+         "--task=classifier", f"--export_dir={tmp_path / 'served' / '1'}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = model_dir.load_task_model(str(tmp_path / "tuned"))
+    texts = TEXTS + [" ".join(lines[:3])]  # the last one longer than SEQ tokens: truncated
+    assert width(packed(texts[-1:], seq=4 * SEQ)) > SEQ
+    with Servable(tmp_path / "served" / "1") as servable:
+        assert set(servable.signatures["serving_default"].inputs) == {"text", "text_b"}
+        got = servable.run("serving_default", {"text": texts, "text_b": texts[::-1]})
+    np.testing.assert_allclose(got["logits"], model(served_ids(texts, texts[::-1])), atol=1e-5)
+    for given, message in (
+        ({"max_seq_length": 128}, f"trained with max_seq_length={SEQ}; max_seq_length=128 contradicts it"),
+        ({"pair": False}, "trained with text_pair=True; text_pair=False contradicts it"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            export.export_saved_model(model, SPM, tmp_path / "refused" / "1", "classifier", **given)
+    assert not (tmp_path / "refused").exists()
 
 
 def test_client_requests_are_what_the_signatures_take(exports):

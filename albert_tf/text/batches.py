@@ -1,0 +1,102 @@
+"""Raw text → batches of the encoder's inputs, in tf.data: the one way text is fed to a classifier, by
+`run_classifier` (finetuning.glue.classification_dataset) and by `fit`, `evaluate` and `predict` on strings.
+
+Tokenization runs in the pipeline with the in-graph tokenizer the export uses, so training and serving
+tokenize alike. Each batch is padded to its longest example rounded up to a multiple of `pad_to_multiple`
+(at most seq_length): short texts compute less, and few distinct widths are traced.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+PAD_TO_MULTIPLE = 32
+
+
+def repeat_from(batches, start):
+    """`batches` (one epoch) unchanged when start is None, else its epochs repeated without end from batch
+    number `start` on (a resumed run's input position)."""
+    return batches if start is None else batches.repeat().skip(start)
+
+
+def encode(tokenizer: InGraphTokenizer, seq_length, texts, texts_b=None, pad_to_multiple=PAD_TO_MULTIPLE):
+    """tf.string [batch] (and [batch] for pairs) → dict of int32 [batch, width]: input_word_ids,
+    input_mask, input_type_ids, packed `[CLS] A [SEP] (B [SEP])` and truncated to seq_length."""
+    ids_b = None if texts_b is None else tokenizer.tokenize(texts_b)
+    return tokenizer.pack(tokenizer.tokenize(texts), ids_b, seq_length, pad_to_multiple)
+
+
+def text_dataset(
+    texts, texts_b, labels, tokenizer, seq_length, batch_size, is_training=False, seed=12345,
+    pad_to_multiple=PAD_TO_MULTIPLE, start=None, drop_remainder=None,
+):  # fmt: skip
+    """(features, label) batches (features alone without labels) from in-memory texts.
+
+    Args:
+      texts, texts_b: sequences of str of one length (texts_b None: single texts).
+      labels: a sequence of int class indices or float scores, or None.
+      tokenizer: an InGraphTokenizer.
+      is_training: shuffle every example, reshuffled each epoch (seed None: from TensorFlow's global seed),
+        and keep only full batches; otherwise the order and the last partial batch are kept.
+      drop_remainder: whether the last partial batch is left out (default: is_training).
+      start: with is_training, the epochs repeat without end from batch number `start` on (a resumed run's
+        input position: the batches an uninterrupted run reads from there, the skipped ones not tokenized).
+    """
+    columns = {"text_a": list(texts)}
+    if texts_b is not None:
+        columns["text_b"] = list(texts_b)
+    if labels is not None:
+        labels = np.asarray(labels)
+        columns["label"] = tf.constant(labels, tf.float32 if labels.dtype.kind == "f" else tf.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if is_training:
+        dataset = dataset.shuffle(len(columns["text_a"]), seed=seed, reshuffle_each_iteration=True)
+    drop_remainder = is_training if drop_remainder is None else drop_remainder
+    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=drop_remainder), start)
+
+    def to_features(batch):
+        features = encode(tokenizer, seq_length, batch["text_a"], batch.get("text_b"), pad_to_multiple)
+        return (features, batch["label"]) if "label" in batch else features
+
+    return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def layout(dataset):
+    """(pair, labelled) of a tf.data.Dataset of raw-text batches, or None when its elements are not text.
+    Elements: `texts`, `(texts, texts_b)`, `(texts, labels)` or `((texts, texts_b), labels)`, each text
+    tf.string [batch]."""
+
+    def strings(spec):
+        return isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
+
+    spec = dataset.element_spec
+    if strings(spec):
+        return False, False
+    if not isinstance(spec, tuple) or len(spec) != 2:
+        return None
+    if strings(spec[0]) and strings(spec[1]):
+        return True, False
+    if strings(spec[0]):
+        return False, True
+    if isinstance(spec[0], tuple) and len(spec[0]) == 2 and all(strings(part) for part in spec[0]):
+        return True, True
+    return None
+
+
+def encode_batches(dataset, tokenizer, seq_length, pad_to_multiple=PAD_TO_MULTIPLE):
+    """A tf.data.Dataset of raw-text batches (see `layout`) → of the encoder's inputs; labels pass
+    through."""
+    pair, labelled = layout(dataset)
+
+    def to_features(*element):
+        texts, labels = (element[0], element[1:]) if labelled else (element, ())
+        texts_b = None
+        if pair:
+            texts, texts_b = texts
+        else:
+            (texts,) = texts
+        features = encode(tokenizer, seq_length, texts, texts_b, pad_to_multiple)
+        return (features, *labels) if labels else features
+
+    return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
