@@ -88,7 +88,7 @@ def exports(tmp_path_factory):
         "multiple_choice": (
             AlbertMultipleChoice(pretrainer.encoder, num_choices=2),
             "multiple_choice",
-            False,
+            True,  # the passage and a choice
         ),
     }
     # The same classifier and span model exported in bfloat16 (the Keras models stay float32).
@@ -404,7 +404,7 @@ def test_bfloat16_exports_refuse_wrong_requests_as_float32_ones_do(exports, tmp_
         servables["span_bfloat16"].run("serving_default", {"text": ["a question without its context"]})
     with pytest.raises(ValueError, match="precision must be one of float32, bfloat16; got 'float16'"):
         export.export_saved_model(
-            models["classifier"], SPM, tmp_path / "1", "classifier", SEQ, precision="float16"
+            models["classifier"], SPM, tmp_path / "1", "classifier", SEQ, pair=True, precision="float16"
         )
     assert not os.path.exists(tmp_path / "1")
 
@@ -978,11 +978,13 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
         assert not np.allclose(got["logits"], single, atol=1e-7)
 
 
-def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(exports, tmp_path):
+def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(tmp_path):
     """run_classifier on sentence pairs (RTE's layout) at SEQ tokens, then export_saved_model given the
     directory alone: the C++ loader's answers on pairs are the Keras model's at SEQ tokens; an export told
     another length or single texts is refused, naming both values."""
-    base, _, _, _ = exports
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), tmp_path / "model", spm_model=SPM
+    )
     data = tmp_path / "RTE"
     data.mkdir()
     with open(SAMPLE_CORPUS, encoding="utf-8") as file:
@@ -992,7 +994,7 @@ def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(ex
         rows.append(f"{index}\t{first}\t{second}\t{('entailment', 'not_entailment')[index % 2]}")
     (data / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     settings = classifier.ClassifierSettings(
-        task_name="rte", data_dir=str(data), model_dir=str(base / "model"),
+        task_name="rte", data_dir=str(data), model_dir=str(tmp_path / "model"),
         output_dir=str(tmp_path / "tuned"), max_seq_length=SEQ, train_batch_size=8, train_step=2,
         warmup_step=1, save_checkpoints_steps=2, do_eval=False,
     )  # fmt: skip
