@@ -259,16 +259,16 @@ def one_classifier_process(data, tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("one_classifier_process")  # one process runs the shared one-process run once
-@pytest.mark.parametrize("layout", ["two workers", "chief and worker"])
-def test_classifier_on_two_workers_matches_one_process(layout, one_classifier_process, tmp_path):
-    one, one_log = one_classifier_process
-    # The task that is not the chief (worker 1, or worker 0 beside a `chief` task) is told another output
+def test_classifier_on_a_chief_and_a_worker_matches_one_process(one_classifier_process, tmp_path):
+    # The layout of Vertex AI, Kubeflow's TFJob and SageMaker; two `worker` tasks: the span and choice tasks
+    # below. The task that is not the chief (worker 0 beside the `chief` task) is told another output
     # directory: it must write nothing at all.
+    one, one_log = one_classifier_process
     args = [
         flags_of(one, output_dir=tmp_path / name, strategy="multi_worker_mirrored")
         for name in ("two", "not-the-chief")
     ]
-    outputs = run_on_two_workers("albert_tf.run_classifier", args, chief=layout == "chief and worker")
+    outputs = run_on_two_workers("albert_tf.run_classifier", args, chief=True)
     assert not (tmp_path / "not-the-chief").exists()
     assert "run_classifier: step 6/6" in outputs[0] and "run_classifier: step" not in outputs[1]
     assert_same_run(pathlib.Path(one.output_dir), tmp_path / "two", [], [one_log, outputs[0]])
@@ -283,12 +283,21 @@ SPAN_AND_CHOICE_TASKS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(SPAN_AND_CHOICE_TASKS))
-def test_squad_and_race_on_two_devices_match_one_device(task, data, tmp_path, capsys):
+def test_squad_and_race_on_two_devices_and_two_workers_match_one_device(task, data, tmp_path, capsys):
     make_settings, run_in_process, module, outputs = SPAN_AND_CHOICE_TASKS[task]
     one = make_settings(data, tmp_path / "one")
     run_in_process(one)
+    one_log = capsys.readouterr().err
     result = run_on_two_devices(module, flags_of(one, output_dir=tmp_path / "two", strategy="mirrored"))
-    assert_same_run(tmp_path / "one", tmp_path / "two", outputs, [capsys.readouterr().err, result.stderr])
+    assert_same_run(tmp_path / "one", tmp_path / "two", outputs, [one_log, result.stderr])
+    # Workers 0 and 1: worker 0 is the chief and writes; worker 1 writes nothing.
+    args = [
+        flags_of(one, output_dir=tmp_path / name, strategy="multi_worker_mirrored")
+        for name in ("workers", "not-the-chief")
+    ]
+    logs = run_on_two_workers(module, args)
+    assert not (tmp_path / "not-the-chief").exists()
+    assert_same_run(tmp_path / "one", tmp_path / "workers", outputs, [one_log, logs[0]])
 
 
 # Resuming and accumulating ------------------------------------------------------------------------------
