@@ -978,6 +978,7 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
         assert not np.allclose(got["logits"], single, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(tmp_path):
     """run_classifier on sentence pairs (RTE's layout) at SEQ tokens, then export_saved_model given the
     directory alone: the C++ loader's answers on pairs are the Keras model's at SEQ tokens; an export told
