@@ -467,7 +467,8 @@ def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_c
                 f"max_seq_length={span_settings.max_seq_length}"
             )
         max_seq_length = span_settings.max_seq_length
-    kept = model.preprocessing or Preprocessing()  # a model built in code without one: all must be given
+    # A model built in code without one: everything must be given.
+    kept = getattr(model, "preprocessing", None) or Preprocessing()
     kept = kept.agreeing(what, max_seq_length=max_seq_length, text_pair=pair, do_lower_case=do_lower_case)
     missing = [name for name, value in (("max_seq_length", kept.max_seq_length), ("pair", kept.text_pair))
                if value is None]  # fmt: skip
