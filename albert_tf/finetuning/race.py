@@ -11,12 +11,10 @@ import dataclasses
 import json
 import os
 
-import tensorflow as tf
-
 from albert_tf import file_io
 from albert_tf.finetuning.glue import DataError, read_task_text
-from albert_tf.text.batches import repeat_from
-from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer
+from albert_tf.text import batches
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 LETTERS = "ABCD"
 
@@ -82,7 +80,8 @@ def multiple_choice_dataset(
     examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, do_lower_case=True,
     start=None,
 ):  # fmt: skip
-    """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch].
+    """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch], as
+    `text.batches.choice_dataset` makes them (each choice kept whole, the article cut to the room left).
 
     Training data is shuffled each epoch and batches are full; evaluation keeps order and the last batch.
     Text is lowercased before SentencePiece unless do_lower_case is False (a cased model). `start`: as
@@ -90,25 +89,9 @@ def multiple_choice_dataset(
     """
     if not examples:
         raise DataError("no examples")
-    tokenizer = InGraphTokenizer(spm_model_file, do_lower_case)
-    count = len(examples[0].choices)
-    columns = {
-        "article": [e.article for e in examples],
-        "choices": [list(e.choices) for e in examples],
-    }
-    if examples[0].label is not None:
-        columns["label"] = tf.constant([e.label for e in examples], tf.int32)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if is_training:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=is_training), start)
-
-    def encode(batch):
-        articles = tf.reshape(tf.repeat(batch["article"][:, None], count, axis=1), [-1])
-        # As the original: each choice (question and option) is kept, and the article cut to what is left.
-        choices = tokenizer.tokenize(tf.reshape(batch["choices"], [-1]))
-        packed = tokenizer.pack(tokenizer.tokenize(articles), choices, seq_length, keep_b_tail=CHOICE_TOKENS)
-        features = {name: tf.reshape(value, [-1, count, seq_length]) for name, value in packed.items()}
-        return (features, batch["label"]) if "label" in batch else features
-
-    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    labels = None if examples[0].label is None else [e.label for e in examples]
+    return batches.choice_dataset(
+        [e.article for e in examples], [e.choices for e in examples], labels,
+        InGraphTokenizer(spm_model_file, do_lower_case), seq_length, batch_size, is_training=is_training,
+        seed=seed, start=start,
+    )  # fmt: skip

@@ -161,8 +161,8 @@ class _TaskModel(HeadModel):
     def _check_takes_text(self):
         if not self._TAKES_TEXT:
             raise ValueError(
-                f"an {type(self).__name__} takes the encoder's token ids, not raw text: run_squad and "
-                "run_race prepare them (raw text in fit and predict: AlbertClassifier)"
+                f"an {type(self).__name__} takes the encoder's token ids, not raw text: run_squad prepares "
+                "them (raw text in fit and predict: AlbertClassifier, AlbertMultipleChoice)"
             )
 
     def _tokenizer(self, pair):
@@ -408,7 +408,9 @@ class AlbertSpanLabeler(_TaskModel):
 class AlbertMultipleChoice(_TaskModel):
     """Scores float32 [batch, num_choices]: each choice's pooled output through one shared dense unit.
 
-    Inputs: the encoder's three inputs shaped int32 [batch, num_choices, seq].
+    Inputs: the encoder's three inputs shaped int32 [batch, num_choices, seq]. `fit`, `evaluate` and
+    `predict` also take raw text: (passages, choices), choices num_choices strings per passage (the
+    question with each option); `predict` on text gives probabilities float32 [batch, num_choices].
     """
 
     _SHAPE_ARGUMENTS = ("num_choices",)
@@ -431,6 +433,31 @@ class AlbertMultipleChoice(_TaskModel):
         super().__init__(inputs=inputs, outputs=scores, **kwargs)
         self._keep(encoder, dropout_rate, preprocessing, spm_model)
         self.num_choices = num_choices
+
+    def _text_batches(self, x, y, batch_size, training):
+        """x as batches of choices when it is raw text, else None: a pair (passages, choices), passages a
+        list or 1-D array of strings and choices one row of num_choices strings per passage (each the
+        question with one option, as run_race combines them: finetuning.race.combine); y the right
+        choices' indices."""
+        if not (isinstance(x, (tuple, list)) and len(x) == 2 and _strings(x[0])):
+            return None
+        rows = [list(row) for row in x[1]]
+        if len(rows) != len(x[0]) or not all(len(row) == self.num_choices and _strings(row) for row in rows):
+            raise ValueError(
+                f"choices must give {self.num_choices} strings for each of the {len(x[0])} passages"
+            )
+        from albert_tf.text import batches  # TensorFlow only where raw text is given
+
+        tokenizer = self._tokenizer(True)
+        return batches.choice_dataset(
+            x[0], rows, None if y is None else np.asarray(y, np.int32), tokenizer,
+            self.preprocessing.max_seq_length, batch_size or DEFAULT_BATCH_SIZE, is_training=training,
+            drop_remainder=False, seed=None,
+        )  # fmt: skip
+
+    def _text_outputs(self, outputs):
+        """float32 [batch, num_choices] probabilities."""
+        return keras.ops.convert_to_numpy(ops.softmax(outputs))
 
     def _head_config(self):
         return {**super()._head_config(), "num_choices": self.num_choices}

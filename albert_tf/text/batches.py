@@ -9,7 +9,7 @@ tokenize alike. Each batch is padded to its longest example rounded up to a mult
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.text.tf_tokenizer import InGraphTokenizer
+from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer
 
 PAD_TO_MULTIPLE = 32
 
@@ -57,6 +57,41 @@ def text_dataset(
 
     def to_features(batch):
         features = encode(tokenizer, seq_length, batch["text_a"], batch.get("text_b"), pad_to_multiple)
+        return (features, batch["label"]) if "label" in batch else features
+
+    return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def encode_choices(tokenizer: InGraphTokenizer, seq_length, passages, choices, num_choices):
+    """tf.string passages [batch] and choices [batch, num_choices] → dict of int32 [batch, num_choices,
+    seq_length]: `[CLS] passage [SEP] choice [SEP]` per choice, as the original RACE code packs them: the
+    choice (question and option) keeps its last CHOICE_TOKENS tokens, the passage is cut to the room left."""
+    passages = tf.reshape(tf.repeat(passages[:, None], num_choices, axis=1), [-1])
+    ids_b = tokenizer.tokenize(tf.reshape(choices, [-1]))
+    packed = tokenizer.pack(tokenizer.tokenize(passages), ids_b, seq_length, keep_b_tail=CHOICE_TOKENS)
+    return {name: tf.reshape(value, [-1, num_choices, seq_length]) for name, value in packed.items()}
+
+
+def choice_dataset(
+    passages, choices, labels, tokenizer, seq_length, batch_size, is_training=False, seed=12345, start=None,
+    drop_remainder=None,
+):  # fmt: skip
+    """(features, label) batches (features alone without labels) of multiple-choice questions: passages a
+    sequence of str, choices one sequence of num_choices str per passage (each the question with one
+    option), labels int choice indices or None. Features int32 [batch, num_choices, seq_length].
+    is_training, seed, start, drop_remainder: as text_dataset's."""
+    columns = {"passage": list(passages), "choices": [list(row) for row in choices]}
+    num_choices = len(columns["choices"][0])
+    if labels is not None:
+        columns["label"] = tf.constant(np.asarray(labels), tf.int32)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if is_training:
+        dataset = dataset.shuffle(len(columns["passage"]), seed=seed, reshuffle_each_iteration=True)
+    drop_remainder = is_training if drop_remainder is None else drop_remainder
+    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=drop_remainder), start)
+
+    def to_features(batch):
+        features = encode_choices(tokenizer, seq_length, batch["passage"], batch["choices"], num_choices)
         return (features, batch["label"]) if "label" in batch else features
 
     return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -8,6 +8,8 @@ import tensorflow as tf
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import AlbertClassifier, AlbertMultipleChoice, AlbertSpanLabeler
+from albert_tf.text import batches
+from albert_tf.text.tf_tokenizer import InGraphTokenizer
 from albert_tf.text.tokenizer import AlbertTokenizer
 from tests.helpers import ENCODER_INPUTS, SAMPLE_CORPUS, SAMPLE_SPM, random_features, tiny_config
 
@@ -220,8 +222,8 @@ def test_a_classifier_fits_evaluates_and_predicts_on_raw_text(tmp_path):
     # evaluate on strings and names; a tf.data.Dataset of string batches; the .keras round trip.
     loss, accuracy = model.evaluate(texts, names, verbose=0)
     assert np.isfinite(loss) and 0 <= accuracy <= 1
-    batches = tf.data.Dataset.from_tensor_slices(texts[:5]).batch(2)
-    np.testing.assert_allclose(model.predict(batches, verbose=0), expected, atol=1e-5)
+    string_batches = tf.data.Dataset.from_tensor_slices(texts[:5]).batch(2)
+    np.testing.assert_allclose(model.predict(string_batches, verbose=0), expected, atol=1e-5)
     model.save(tmp_path / "tuned.keras")
     again = keras.saving.load_model(tmp_path / "tuned.keras")
     assert again.preprocessing == model.preprocessing and again.spm_model == SAMPLE_SPM.read_bytes()
@@ -256,3 +258,29 @@ def test_a_classifier_fit_on_pairs_keeps_them_apart_and_other_heads_refuse_text(
     span = AlbertSpanLabeler.from_model_dir(str(tmp_path / "pretrained"))
     with pytest.raises(ValueError, match="an AlbertSpanLabeler takes the encoder's token ids, not raw text"):
         span.predict((first, second), verbose=0)
+
+
+def test_multiple_choice_fits_and_predicts_on_passages_and_choices(tmp_path):
+    config = tiny_config(vocab_size=8000, max_position_embeddings=32)
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(config)), tmp_path / "pretrained", str(SAMPLE_SPM)
+    )
+    model = AlbertMultipleChoice.from_model_dir(
+        str(tmp_path / "pretrained"), num_choices=3, max_seq_length=24
+    )
+    passages = ["the cat sat on the mat near the door", "a dog ran in the park", "rain fell all day long"]
+    choices = [["where? on the mat", "where? in the sea", "where? up a tree"]] * 3
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit((passages, choices), [0, 1, 2], batch_size=2, verbose=0)
+    assert model.preprocessing == Preprocessing(max_seq_length=24, text_pair=True, do_lower_case=True)
+    probabilities = model.predict((passages, choices), verbose=0)
+    assert probabilities.shape == (3, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
+    # The ids the model saw: run_race's packing of each choice after its passage, at 24 tokens.
+    ids = batches.encode_choices(
+        InGraphTokenizer(str(SAMPLE_SPM)), 24, tf.constant(passages), tf.constant(choices), 3
+    )
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(ids)))
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+    with pytest.raises(ValueError, match="choices must give 3 strings for each of the 3 passages"):
+        model.predict((passages, [row[:2] for row in choices]), verbose=0)
