@@ -49,17 +49,11 @@ def text_dataset(
     if labels is not None:
         labels = np.asarray(labels)
         columns["label"] = tf.constant(labels, tf.float32 if labels.dtype.kind == "f" else tf.int32)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if is_training:
-        dataset = dataset.shuffle(len(columns["text_a"]), seed=seed, reshuffle_each_iteration=True)
-    drop_remainder = is_training if drop_remainder is None else drop_remainder
-    dataset = repeat_from(dataset.batch(batch_size, drop_remainder=drop_remainder), start)
 
     def to_features(batch):
-        features = encode(tokenizer, seq_length, batch["text_a"], batch.get("text_b"), pad_to_multiple)
-        return (features, batch["label"]) if "label" in batch else features
+        return encode(tokenizer, seq_length, batch["text_a"], batch.get("text_b"), pad_to_multiple)
 
-    return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return _batched(columns, to_features, batch_size, is_training, seed, start, drop_remainder)
 
 
 def encode_choices(tokenizer: InGraphTokenizer, seq_length, passages, choices, num_choices):
@@ -84,17 +78,28 @@ def choice_dataset(
     num_choices = len(columns["choices"][0])
     if labels is not None:
         columns["label"] = tf.constant(np.asarray(labels), tf.int32)
+
+    def to_features(batch):
+        return encode_choices(tokenizer, seq_length, batch["passage"], batch["choices"], num_choices)
+
+    return _batched(columns, to_features, batch_size, is_training, seed, start, drop_remainder)
+
+
+def _batched(columns, to_features, batch_size, is_training, seed, start, drop_remainder):
+    """Batches of the in-memory columns (dict of equal-length sequences; "label" passes through), their
+    features made by to_features(batch); the rest as text_dataset's arguments."""
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if is_training:
-        dataset = dataset.shuffle(len(columns["passage"]), seed=seed, reshuffle_each_iteration=True)
+        count = len(next(iter(columns.values())))
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
     drop_remainder = is_training if drop_remainder is None else drop_remainder
     dataset = repeat_from(dataset.batch(batch_size, drop_remainder=drop_remainder), start)
 
-    def to_features(batch):
-        features = encode_choices(tokenizer, seq_length, batch["passage"], batch["choices"], num_choices)
+    def with_label(batch):
+        features = to_features(batch)
         return (features, batch["label"]) if "label" in batch else features
 
-    return dataset.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(with_label, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def layout(dataset):
