@@ -191,17 +191,17 @@ class _TaskModel(HeadModel):
 
     def fit(self, x=None, y=None, batch_size=None, **kwargs):
         """Keras' fit; x may also be raw text (see `_text_batches`), y its labels."""
+        validation = kwargs.get("validation_data")
+        if validation is not None:
+            pair = isinstance(validation, tuple) and len(validation) == 2
+            size = kwargs.get("validation_batch_size") or batch_size
+            converted = self._text_batches(
+                *(validation if pair else (validation, None)), size, training=False
+            )
+            kwargs["validation_data"] = validation if converted is None else converted
         text = self._text_batches(x, y, batch_size, training=kwargs.get("shuffle", True))
         if text is not None:  # shuffled in the pipeline, when asked (Keras shuffles only arrays)
             x, y, batch_size, kwargs["shuffle"] = text, None, None, False
-        validation = kwargs.get("validation_data")
-        if isinstance(validation, tuple) and len(validation) == 2:
-            size = kwargs.get("validation_batch_size") or batch_size
-            converted = self._text_batches(*validation, size, training=False)
-            kwargs["validation_data"] = validation if converted is None else converted
-        elif validation is not None:
-            converted = self._text_batches(validation, None, None, training=False)
-            kwargs["validation_data"] = validation if converted is None else converted
         return super().fit(x, y, batch_size=batch_size, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
