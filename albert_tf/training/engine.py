@@ -272,17 +272,22 @@ class Engine:
             return {"this task": steps}
         width = 2 * self.settings.keep_checkpoint_max + 2  # its own and the chief's, newest first
         row = [int(self.chief), distribution.task_id(self.strategy)] + (steps[::-1] + [-1] * width)[:width]
+        rows = self._gather(row).reshape(-1, width + 2)
+        return {
+            ("chief" if chief else f"worker {task}"): sorted(int(s) for s in held if s >= 0)
+            for chief, task, *held in rows
+        }
+
+    def _gather(self, row):
+        """Every task's `row` (a list of ints, the same length on each), concatenated in task order: a
+        collective op, so every task of a multi-worker run must call it, and it returns once all have."""
         row = tf.constant(row, tf.int64)
 
         @tf.function(autograph=False)
         def gather():
             return self.strategy.gather(self.strategy.run(lambda: tf.identity(row)), axis=0)
 
-        rows = gather().numpy().reshape(-1, width + 2)
-        return {
-            ("chief" if chief else f"worker {task}"): sorted(int(s) for s in held if s >= 0)
-            for chief, task, *held in rows
-        }
+        return gather().numpy()
 
     # The compiled steps ---------------------------------------------------------------------------------
 
@@ -452,6 +457,11 @@ class Engine:
                 if self.chief
                 else results
             )
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            # The last save is collective, but each task writes its files alone: a task removing the folders
+            # made for its scratch must wait until the chief's files are in them (on shared storage they are
+            # the chief's folders too), or it removes a folder the chief is still saving into.
+            self._gather([0])
         if self.scratch:
             file_io.rmtree(self.scratch)
             file_io.remove_empty(self._scratch_folders)
