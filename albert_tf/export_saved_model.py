@@ -7,12 +7,11 @@
 use the directory's pretrained weights; classifier, span and multiple_choice its fine-tuned task model
 (task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`), which tokenizes as it
 was trained: its sequence length, pairing and casing come from the model, and a flag that contradicts them is
-refused. A span model answers with the windows and decoding run_squad used, from span_settings.json. The
+refused. A span model answers with the windows and decoding run_squad used, which the model keeps. The
 export is loaded by TensorFlow's C++ loader, as TF Serving loads it, and its warm-up requests replayed before
 it is published. See albert_tf/serving/export.py for the signatures and export/README.md for serving it.
 """
 
-import dataclasses
 import sys
 
 from absl import app, flags
@@ -47,7 +46,10 @@ flags.DEFINE_integer(
     None,
     "A request's texts run sorted by length in sub-batches of this many, each padded to its own longest "
     "(default: albert_tf.serving.export.SUB_BATCH_SIZE, for CPUs); 0: the whole batch at once (GPUs). "
-    "The span task's serving_default runs its context windows at once either way.",
+    "A span request's context windows run in sub-batches of at most "
+    "albert_tf.serving.export.SPAN_WINDOWS_PER_CALL either way, so its memory is that of those windows "
+    "however long its contexts (ALBERT-base at 384 tokens, float32: about 180 MB at 8 windows, 1.5 GB at 64; "
+    "bench/span_memory.py).",
     lower_bound=0,
 )
 flags.DEFINE_enum(
@@ -60,7 +62,8 @@ flags.DEFINE_enum(
     "(other CPUs run bfloat16 slower than float32). Answers may differ from float32 within bfloat16 "
     "rounding; bench/README.md has the measurements.",
 )
-# Span answers; default: what run_squad kept in the model directory (span_settings.json), else its defaults.
+# Span answers; default: what run_squad kept in the model (AlbertSpanLabeler.span_settings), else its
+# defaults.
 # The windows' length is the model's (--max_seq_length).
 flags.DEFINE_integer("doc_stride", None, "span: tokens between the starts of a context's windows.")
 flags.DEFINE_integer("max_query_length", None, "span: question tokens kept.")
@@ -74,10 +77,10 @@ flags.mark_flags_as_required(["model_dir", "export_dir"])
 def main(argv):
     del argv
     tf_startup.import_tensorflow_quietly()
-    from albert_tf.finetuning.span_decoding import SpanSettings
     from albert_tf.models import model_dir
     from albert_tf.serving.export import export_saved_model
     from albert_tf.serving.servable import ServingError
+    from albert_tf.text.span_decoding import SpanSettings
 
     try:
         if FLAGS.task == "encoder":
@@ -90,13 +93,9 @@ def main(argv):
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model; pass --spm_model_file")
         span_settings = None
-        if FLAGS.task == "span":  # what run_squad kept, else its defaults at the model's length
-            length = FLAGS.max_seq_length or getattr(model.preprocessing, "max_seq_length", None)
-            default = SpanSettings(max_seq_length=length) if length else None
-            span_settings = SpanSettings.load(FLAGS.model_dir) or default
-            given = {name: FLAGS[name].value for name in SPAN_FLAGS if FLAGS[name].value is not None}
-            if span_settings:
-                span_settings = dataclasses.replace(span_settings, **given)
+        if FLAGS.task == "span":  # what run_squad kept in the model, the flags given replacing it
+            given = {name: FLAGS[name].value for name in SPAN_FLAGS}
+            span_settings = SpanSettings.of(model, FLAGS.max_seq_length, **given)
         # The directory's casing for the pretrained models; a task model keeps its own.
         pretrained = FLAGS.task in ("encoder", "pretraining")
         sizing = {} if FLAGS.sub_batch_size is None else {"sub_batch_size": FLAGS.sub_batch_size}

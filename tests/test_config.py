@@ -82,6 +82,12 @@ def test_json_round_trip(tmp_path):
     config.to_json_file(path)
     assert AlbertConfig.from_json_file(path) == config
     assert sorted(os.listdir(tmp_path)) == ["out.json"]  # no temporary file left behind
+    # A value that is falsy but set (False, not unset) comes back as itself.
+    unprojected = AlbertConfig(
+        vocab_size=97, hidden_size=14, num_attention_heads=2, embedding_size=14, embedding_projection=False
+    )
+    unprojected.to_json_file(path)
+    assert AlbertConfig.from_json_file(path) == unprojected
 
 
 def test_sharing_key_is_omitted_when_unset():
@@ -108,6 +114,10 @@ def test_sharing_key_is_omitted_when_unset():
         (dict(embedding_size=0), "embedding_size=0 must be a positive integer"),
         (dict(num_hidden_layers=2.5), "num_hidden_layers=2.5 must be a positive integer"),
         (dict(hidden_dropout_prob=1.0), "hidden_dropout_prob=1.0 must be a number in [0, 1)"),
+        (
+            dict(attention_probs_dropout_prob=1.0),
+            "attention_probs_dropout_prob=1.0 must be a number in [0, 1)",
+        ),
         (dict(initializer_range=0), "initializer_range=0 must be a positive number"),
     ],
 )

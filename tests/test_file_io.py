@@ -65,13 +65,24 @@ def test_text_files_read_and_write_on_any_file_system_and_the_readers_take_them(
     assert [e.label for e in glue.read_glue(file_io.join(ram, "SST-2"), "sst-2", "dev")] == [1, 0]
 
 
-def test_a_folder_is_published_with_its_files_or_not_at_all(ram, tmp_path):
+def test_a_folder_is_published_with_its_files_or_not_at_all(ram, tmp_path, monkeypatch):
     def write(folder):
         file_io.makedirs(file_io.join(folder, "variables"))
         for name in ("saved_model.pb", "variables/variables.index", "fingerprint.pb"):
             file_io.write_atomically(file_io.join(folder, name), name.encode())
 
+    # Where a folder cannot be renamed whole, its files move one by one, saved_model.pb last: a model server
+    # loads a version as soon as it sees that file.
+    moved, rename = [], tf.io.gfile.rename
+
+    def recording_rename(source, target, overwrite=False):
+        moved.append(target)
+        return rename(source, target, overwrite)
+
+    monkeypatch.setattr(tf.io.gfile, "rename", recording_rename)
     target = file_io.publish_directory(file_io.join(ram, "model", "1"), write, last=("saved_model.pb",))
+    published = [path for path in moved if path.startswith(target + "/")]  # not the writes' own renames
+    assert len(published) == 3 and published[-1] == file_io.join(target, "saved_model.pb"), published
     assert sorted(file_io.listdir(target)) == ["fingerprint.pb", "saved_model.pb", "variables"]
     assert (
         file_io.read_bytes(file_io.join(target, "variables", "variables.index"))

@@ -6,8 +6,8 @@ Training minimizes the mean of the start and end cross-entropies (the original's
 the answerability head's binary cross-entropy (whether a window holds the answer; the original v2.0
 weight). Evaluation predicts `predict_file`, maps the best spans back to context text and reports
 `exact_match` and `f1` (percent, the official definitions). In `output_dir`: the best evaluation's model
-directory (task_model.keras and span_settings.json, ready for `export_saved_model --task=span`, whose
-answers are this run's), eval_results.json, and with
+directory (task_model.keras, which keeps this run's windows and decoding: `export_saved_model --task=span`
+and the model's `predict` on raw text answer as this run does), eval_results.json, and with
 do_predict predictions.json (question id → answer text, "" for no answer) plus, for v2.0, null_odds.json
 (question id → the probability of no answer, for the official evaluate-v2.0.py --na-prob-file).
 """
@@ -17,9 +17,10 @@ import json
 
 import keras
 
-from albert_tf.finetuning import metrics, span_decoding, squad, task
+from albert_tf.finetuning import metrics, squad, task
 from albert_tf.finetuning.glue import DataError
 from albert_tf.models import AlbertSpanLabeler
+from albert_tf.text import span_decoding
 from albert_tf.text.tokenizer import AlbertTokenizer
 
 
@@ -124,14 +125,15 @@ class SquadTask(task.FineTuningTask):
         )  # fmt: skip
 
     def _save(self, directory):
-        """The model directory, with the settings the span export needs to answer as we do."""
-        super()._save(directory)
+        """The model directory; the model keeps this run's windows and decoding, so its `predict` on raw text
+        and its export answer as this run does."""
         s = self.settings
-        span_decoding.SpanSettings(
+        self.model.span_settings = span_decoding.SpanSettings(
             max_seq_length=s.max_seq_length, doc_stride=s.doc_stride, max_query_length=s.max_query_length,
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
-        ).save(directory)  # fmt: skip
+        ).decoding()  # fmt: skip
+        super()._save(directory)
 
     def _evaluate(self):
         examples, _ = self.splits["dev"]

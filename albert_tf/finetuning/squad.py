@@ -24,8 +24,8 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.finetuning import span_decoding
 from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.text import span_decoding
 from albert_tf.text.batches import repeat_from
 
 
@@ -114,7 +114,7 @@ def tokenize_with_spans(tokenizer, text):
     <unk> and whose normalized form and pieces keep its length (lowercasing, dropped accents) gives each
     piece its own characters (`AlbertTokenizer.surface_lengths` of them, in order); otherwise (ligatures,
     expansions, unknown characters) every piece of the word spans the whole word. The span SavedModel maps
-    pieces to characters with the same rule in TensorFlow ops (albert_tf/serving/span_inputs.py).
+    pieces to characters with the same rule in TensorFlow ops (albert_tf/text/span_windows.py).
 
     Returns:
       (ids list[int], spans list[tuple[int, int]]).
@@ -272,7 +272,7 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
 
 
 def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=30, null_score_threshold=0.0):
-    """The predicted answer of each example, as text of its context (albert_tf.finetuning.span_decoding).
+    """The predicted answer of each example, as text of its context (albert_tf.text.span_decoding).
 
     With answerable_logits in outputs (SQuAD v2.0), an example whose best window's answerable logit is
     below null_score_threshold gets "".

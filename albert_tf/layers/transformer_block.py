@@ -51,10 +51,10 @@ class TransformerBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            attention=keras.saving.serialize_keras_object(self.attention),
-            feed_forward=keras.saving.serialize_keras_object(self.feed_forward),
-        )
+        # The sub-layers themselves: Keras serializes them where the whole config is serialized, in one
+        # sharing scope, so an AttentionBlock two blocks share is marked shared in both configs and reloads
+        # as one layer. Configs serialized here would be copied before the second block marks the first.
+        config.update(attention=self.attention, feed_forward=self.feed_forward)
         return config
 
     @classmethod

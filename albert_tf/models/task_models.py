@@ -364,6 +364,11 @@ class AlbertSpanLabeler(_TaskModel):
     averaged under the start probabilities (the state of the likely answer start) next to the [CLS] state,
     through a tanh layer of the hidden size, dropout, and one unit. Reading the likely start lets it learn
     from token features, which a fresh head on the pooled [CLS] output alone can take long to.
+
+    `predict` also takes raw (questions, contexts) and answers with text, as the span export does; `fit`
+    and `evaluate` take windows with answer positions (run_squad builds them from SQuAD JSON).
+    `span_settings`: how contexts are windowed and answers picked (dict of text.span_decoding.SpanSettings'
+    fields but max_seq_length); run_squad records its own, so exports and `predict` answer as it did.
     """
 
     _SHAPE_ARGUMENTS = ("answerability",)
@@ -375,6 +380,7 @@ class AlbertSpanLabeler(_TaskModel):
         dropout_rate=0.1,
         preprocessing=None,
         spm_model=None,
+        span_settings=None,
         **kwargs,
     ):
         inputs = _inputs()
@@ -399,9 +405,57 @@ class AlbertSpanLabeler(_TaskModel):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self._keep(encoder, dropout_rate, preprocessing, spm_model)
         self.answerability = answerability
+        # Plain values in a tuple: Keras wraps a dict attribute in a tracking type of its own.
+        self._span_settings = tuple(sorted((span_settings or {}).items()))
+
+    @property
+    def span_settings(self):
+        """How contexts are windowed and answers chosen (text.span_decoding.SpanSettings' fields but the
+        length, which is the preprocessing's); what is not here takes run_squad's defaults."""
+        return dict(self._span_settings)
+
+    @span_settings.setter
+    def span_settings(self, settings):
+        self._span_settings = tuple(sorted(settings.items()))
 
     def _head_config(self):
-        return {**super()._head_config(), "answerability": self.answerability}
+        return {
+            **super()._head_config(),
+            "answerability": self.answerability,
+            "span_settings": self.span_settings,
+        }
+
+    def _check_takes_text(self):
+        raise ValueError(
+            "an AlbertSpanLabeler's fit and evaluate take the encoder's token ids (run_squad prepares them "
+            "from SQuAD JSON); its predict also takes (questions, contexts)"
+        )
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras' predict on the encoder's inputs; on raw text, a pair (questions, contexts) of lists or 1-D
+        arrays of strings, each question's answer in its context as run_squad (and the span export) picks
+        it, from windows of `span_settings` at the preprocessing's length, `batch_size` questions at a time
+        and the model on at most `batch_size` windows per call.
+
+        Returns, on raw text: a dict of NumPy arrays [batch]: answer_text (str, "" without an answer),
+        answer_start and answer_end (int32, the answer's [start, end) characters in its context, -1
+        without one), answer_score (float32, start + end logit) and, with answerability,
+        answerable_logits and no_answer_probability (float32).
+        """
+        if not (isinstance(x, (tuple, list)) and len(x) == 2 and all(_strings(part) for part in x)):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        questions, contexts = (list(part) for part in x)
+        if len(questions) != len(contexts):
+            raise ValueError(
+                f"{len(questions)} questions and {len(contexts)} contexts: give one context per question"
+            )
+        from albert_tf.text import span_answers, span_decoding  # TensorFlow only where raw text is given
+
+        tokenizer = self._tokenizer(True)
+        settings = span_decoding.SpanSettings.of(self)
+        return span_answers.predict_answers(
+            self, tokenizer, questions, contexts, settings, batch_size or DEFAULT_BATCH_SIZE
+        )
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

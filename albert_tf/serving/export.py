@@ -31,8 +31,8 @@ tokenized exactly as `AlbertTokenizer` does (ALBERT normalization and digit-comm
 max_seq_length. A batch's rows run sorted by length in sub-batches, each padded only to its own longest row
 (sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change; at padding,
 `sequence_output` is 0 and span logits are PADDING_LOGIT). Span models window contexts longer than
-max_seq_length and choose answers as `run_squad` does (albert_tf/finetuning/span_decoding.py);
-their windows, most of them full, run at once.
+max_seq_length and choose answers as `run_squad` does (albert_tf/text/span_answers.py), their
+windows in bounded sub-batches (SPAN_WINDOWS_PER_CALL).
 """
 
 import os
@@ -41,12 +41,12 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.features import ENCODER_INPUTS
-from albert_tf.finetuning import span_decoding
 from albert_tf.models.precision import with_precision
 from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import PADDING_LOGIT
-from albert_tf.serving import span_inputs, sub_batches, warmup
+from albert_tf.serving import sub_batches, warmup
 from albert_tf.serving.servable import Servable
+from albert_tf.text import span_answers, span_decoding
 from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer, assert_same_batch
 from albert_tf.text.tokenizer import AlbertTokenizer, check_fits_vocabulary
 
@@ -58,6 +58,10 @@ CPU = "/device:CPU:0"
 # whole batch and serve more texts/s, and the size matters little near 8 (bench/serving.py measures it); a
 # GPU server may prefer 0 (the whole batch at once).
 SUB_BATCH_SIZE = 8
+# The most context windows of a span request one encoder call runs, also with sub_batch_size 0: a long
+# context is many windows (a 1 MB context at 384 tokens with stride 128: about 2,000), and all at once would
+# hold every window's activations together (ALBERT-base: about 14 GB of float32 attention scores).
+SPAN_WINDOWS_PER_CALL = 64
 # The model outputs each task serves from token ids (span v2.0 models add answerable_logits), and those with
 # a value per token.
 OUTPUTS = {
@@ -149,11 +153,12 @@ class _Functions:
                 keep_b_tail=keep_b_tail,
             )  # fmt: skip
 
-    def run(self, features):
+    def run(self, features, rows=None):
         """The model's outputs for packed ids, named for serving (float32).
 
-        Rows run sorted by length in sub-batches of `sub_batch_size`, each padded to its own longest row
-        (sub_batches.py); outputs per token hold PER_TOKEN's value where the mask leaves a position out."""
+        Rows run sorted by length in sub-batches of `rows` (default: `sub_batch_size`), each padded to its
+        own longest row (sub_batches.py); outputs per token hold PER_TOKEN's value where the mask leaves a
+        position out."""
         mask = features["input_mask"]
         ends = tf.reduce_max(tf.where(mask > 0, tf.range(1, tf.shape(mask)[-1] + 1), 0), axis=-1)
         if self.task == "multiple_choice":
@@ -169,7 +174,13 @@ class _Functions:
         if getattr(self.model, "answerability", False):
             names += ("answerable_logits",)
         outputs = sub_batches.run_by_length(
-            model_outputs, features, ends, self.sub_batch_size, names, ENCODER_INPUTS, PER_TOKEN
+            model_outputs,
+            features,
+            ends,
+            self.sub_batch_size if rows is None else rows,
+            names,
+            ENCODER_INPUTS,
+            PER_TOKEN,
         )
         for name in set(PER_TOKEN) & set(outputs):
             kept = mask > 0 if name != "sequence_output" else (mask > 0)[:, :, None]
@@ -244,37 +255,16 @@ class _Functions:
 
     def span(self, text, text_b):
         """Questions and contexts tf.string [batch] → the best answer of each, as run_squad decodes it."""
-        s = self.span_settings
         sizes = assert_same_batch(
             tf.size(text), tf.size(text_b), "span: text (questions) and text_b (contexts)"
         )
         with tf.control_dependencies([sizes]):
             text_b = tf.identity(text_b)
-        contexts = tf.strings.unicode_transcode(text_b, "UTF-8", "UTF-8", errors="replace")
-        with tf.device(CPU):
-            windows = span_inputs.windows(
-                self.tokenizer, tf.constant(self.surface_lengths), text, contexts, self.max_seq_length,
-                s.doc_stride, s.max_query_length,
-            )  # fmt: skip
-        outputs = self.model({name: windows[name] for name in ENCODER_INPUTS}, training=False)
-        best = span_decoding.best_spans(
-            outputs["start_logits"], outputs["end_logits"], windows["char_starts"], windows["char_ends"],
-            windows["max_context"], windows["window_example"], tf.shape(text)[0],
-            n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
-            answerable_logits=outputs.get("answerable_logits"),
+        rows = min(self.sub_batch_size or SPAN_WINDOWS_PER_CALL, SPAN_WINDOWS_PER_CALL)
+        return span_answers.answers(
+            lambda features: self.run(features, rows), self.tokenizer, tf.constant(self.surface_lengths),
+            text, text_b, self.span_settings,
         )  # fmt: skip
-        start, end = best["char_start"], best["char_end"]
-        result = {"answer_score": best["score"]}
-        if "answerable_logit" in best:
-            result["answerable_logits"] = best["answerable_logit"]
-            result["no_answer_probability"] = tf.sigmoid(-best["answerable_logit"])
-            answered = best["answerable_logit"] >= s.null_score_threshold
-            start = tf.where(answered, start, span_decoding.NO_SPAN)
-            end = tf.where(answered, end, span_decoding.NO_SPAN)
-        found = start >= 0
-        text = tf.strings.substr(contexts, tf.maximum(start, 0), tf.maximum(end - start, 0), unit="UTF8_CHAR")
-        result.update(answer_text=tf.where(found, text, ""), answer_start=start, answer_end=end)
-        return result
 
     def examples(self, inputs):
         """serialized tf.Example [batch] ("text", optionally "text_b") → classes/scores or outputs."""
@@ -389,10 +379,12 @@ def export_saved_model(
       do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
         from the model directory: model_dir.do_lower_case). Default True.
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
-      span_settings: span_decoding.SpanSettings (windows and answer choice; default: run_squad's defaults at
+      span_settings: span_decoding.SpanSettings (windows and answer choice; default: the span model's own,
         the model's sequence length).
       sub_batch_size: rows per sub-batch of a request sorted by length; 0 runs the whole batch at once
-        (a GPU usually gains more from large products than from less padding).
+        (a GPU usually gains more from large products than from less padding). A span request's context
+        windows run in sub-batches of at most SPAN_WINDOWS_PER_CALL either way, so a request's activations
+        stay those of that many windows however long its contexts.
       precision: "float32", or "bfloat16": matrix products and attention in bfloat16 with LayerNorm
         statistics, the softmax and every logit in float32, weights stored in bfloat16 (the logit heads' in
         float32); outputs stay float32 (albert_tf/models/precision.py). For CPUs with native bfloat16
@@ -412,7 +404,8 @@ def export_saved_model(
         )
     preprocessing = served_preprocessing(model, task, max_seq_length, pair, do_lower_case, span_settings)
     max_seq_length, pair = preprocessing.max_seq_length, preprocessing.text_pair
-    span_settings = span_settings or span_decoding.SpanSettings(max_seq_length=max_seq_length)
+    if task == "span":
+        span_settings = span_settings or span_decoding.SpanSettings.of(model, max_seq_length)
     if max_seq_length > model_max_positions(model):
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="

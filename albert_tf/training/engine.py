@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import file_io
-from albert_tf.training import distribution, replicated_update
+from albert_tf.training import distribution, memory, replicated_update
 from albert_tf.training.collapse_guard import CollapseGuard
 from albert_tf.training.loss_scale import MINIMUM_SCALE, DynamicLossScale
 from albert_tf.training.run_log import duration
@@ -482,9 +482,11 @@ class Engine:
         self._spike = collapse or self._spike
         self.log.line(
             f"step {step}/{s.train_steps} | {text} | lr {learning_rate:.3e} | {rate:.1f} examples/s | "
-            f"ETA {duration(eta)}{overflow}" + (f" | collapse: {collapse}" if collapse else "")
+            f"ETA {duration(eta)} | {memory.peak_text()}{overflow}"
+            + (f" | collapse: {collapse}" if collapse else "")
         )
-        scalars = {**scalars, "learning_rate": learning_rate, "examples_per_second": rate}
+        scalars = {**scalars, "learning_rate": learning_rate, "examples_per_second": rate,
+                   "peak_host_memory_gb": memory.host_peak_bytes() / 1e9}  # fmt: skip
         if self.loss_scale is not None:
             scalars["loss_scale"] = float(self.loss_scale.scale.numpy())
         self.log.scalars("train", scalars, step)

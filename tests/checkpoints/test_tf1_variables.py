@@ -29,9 +29,10 @@ def test_every_weight_has_exactly_one_name(changes):
 
 
 def test_group_names_follow_the_schedule():
-    names = tf1_variable_map(pretrainer_for(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2))
+    # 2 groups of 3 inner layers: a name with the group and inner indices swapped would name group 2.
+    names = tf1_variable_map(pretrainer_for(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3))
     groups = {name.split("/")[3] + "/" + name.split("/")[4] for name in names if "/transformer/" in name}
-    assert groups == {f"group_{g}/inner_group_{k}" for g in (0, 1) for k in (0, 1)}
+    assert groups == {f"group_{g}/inner_group_{k}" for g in (0, 1) for k in (0, 1, 2)}
 
 
 def test_partial_sharing_has_no_original_names():

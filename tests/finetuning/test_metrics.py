@@ -26,6 +26,7 @@ def test_squad_as_the_official_scripts():
     assert metrics.normalize_answer("The  Cat, sat!") == "cat sat"
     assert metrics.squad_exact_match("the cat", ["A cat", "dog"]) == 1.0
     assert metrics.squad_f1("the big cat", ["cat sat", "dog"]) == pytest.approx(0.5)  # 1 of 2 tokens each way
+    assert metrics.squad_f1("cat cat", ["cat cat"]) == 1.0  # repeated tokens count each time they match
     assert metrics.squad_exact_match("", []) == 1.0 and metrics.squad_f1("", []) == 1.0  # v2.0 no answer
     assert metrics.squad_f1("something", []) == 0.0
     scores = metrics.squad_scores(

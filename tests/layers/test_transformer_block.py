@@ -12,23 +12,35 @@ def test_runs_attention_then_feed_forward():
     np.testing.assert_allclose(block(x, bias), feed_forward(attention(x, bias)), atol=1e-6)
 
 
-def test_blocks_can_share_a_sub_layer():
-    shared = AttentionBlock(2)
-    first, second = (
-        TransformerBlock(shared, FeedForwardBlock(19)),
-        TransformerBlock(shared, FeedForwardBlock(19)),
-    )
+def shared_attention_model():
+    """Two TransformerBlocks sharing one AttentionBlock, each with its own FeedForwardBlock."""
+    shared = AttentionBlock(2, initializer_range=0.1)
+    first = TransformerBlock(shared, FeedForwardBlock(19, hidden_act="relu"))
+    second = TransformerBlock(shared, FeedForwardBlock(19))
     inputs = keras.Input((7, 14))
     bias = keras.Input((1, 1, 7))
-    model = keras.Model([inputs, bias], second(first(inputs, bias), bias))
-    per_block = len(first.weights)
-    assert len(model.weights) == 2 * per_block - len(shared.weights)
+    return keras.Model([inputs, bias], second(first(inputs, bias), bias)), first, second
 
 
-def test_serialization_round_trip():
-    block = TransformerBlock(
-        AttentionBlock(2, initializer_range=0.1), FeedForwardBlock(19, hidden_act="relu")
-    )
-    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(block))
-    assert isinstance(clone.attention, AttentionBlock) and clone.feed_forward.hidden_act == "relu"
-    assert clone.get_config() == block.get_config()
+def test_blocks_can_share_a_sub_layer():
+    model, first, second = shared_attention_model()
+    assert first.attention is second.attention
+    assert len(model.weights) == len(first.weights) + len(second.feed_forward.weights)
+
+
+def test_a_keras_file_round_trip_keeps_settings_weights_outputs_and_sharing(tmp_path):
+    model, _, _ = shared_attention_model()
+    path = tmp_path / "blocks.keras"
+    model.save(path)
+    clone = keras.saving.load_model(path)
+    first, second = (layer for layer in clone.layers if isinstance(layer, TransformerBlock))
+    assert first.attention is second.attention  # still one layer, its weights stored once
+    assert first.attention.initializer_range == 0.1 and first.feed_forward.hidden_act == "relu"
+    assert second.feed_forward.hidden_act != "relu"
+    assert len(clone.weights) == len(model.weights)
+    for saved, loaded in zip(model.weights, clone.weights, strict=True):
+        np.testing.assert_array_equal(loaded.numpy(), saved.numpy())
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 7, 14)).astype("float32")
+    bias = np.where(rng.random((2, 1, 1, 7)) < 0.3, -10000.0, 0.0).astype("float32")
+    np.testing.assert_array_equal(clone([x, bias]), model([x, bias]))

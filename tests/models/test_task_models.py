@@ -163,6 +163,28 @@ def test_a_task_model_reloads_under_the_dtype_policy_it_was_saved_with(saved, lo
         np.testing.assert_array_equal(again.predict(x, verbose=0)[name], value, err_msg=name)
 
 
+@pytest.mark.parametrize(
+    "cls, arguments",
+    [
+        (AlbertClassifier, {"num_classes": 3, "labels": ("a", "b", "c")}),
+        (AlbertSpanLabeler, {"answerability": True, "span_settings": {"doc_stride": 5, "n_best_size": 3}}),
+        (AlbertMultipleChoice, {"num_choices": 3}),
+    ],
+)
+def test_a_keras_file_keeps_every_head_argument(cls, arguments, tmp_path):
+    """Each head argument away from its default, and the Dropout layers' rate, come back from .keras."""
+    preprocessing = Preprocessing(max_seq_length=12, text_pair=True, do_lower_case=False)
+    model = cls(AlbertEncoder(tiny_config()), dropout_rate=0.3, preprocessing=preprocessing, **arguments)
+    model.save(tmp_path / "model.keras")
+    again = keras.saving.load_model(tmp_path / "model.keras")
+    assert type(again) is cls and again._head_config() == model._head_config()
+    for name, value in arguments.items():
+        assert getattr(again, name) == value, name
+    assert again.preprocessing == preprocessing
+    rates = [layer.rate for layer in again.layers if isinstance(layer, keras.layers.Dropout)]
+    assert rates and all(rate == 0.3 for rate in rates), rates
+
+
 @pytest.mark.parametrize("cls, arguments", [(AlbertClassifier, {"num_classes": 2}),
                                             (AlbertSpanLabeler, {}),
                                             (AlbertMultipleChoice, {"num_choices": 3})])  # fmt: skip
@@ -255,9 +277,9 @@ def test_a_classifier_fit_on_pairs_keeps_them_apart_and_other_heads_refuse_text(
     ids = {name: np.array([getattr(row, name) for row in rows], np.int32) for name in ENCODER_INPUTS}
     assert scores.shape == (3,) and ids["input_type_ids"].max() == 1  # segment B is typed 1
     np.testing.assert_allclose(scores, keras.ops.convert_to_numpy(model(ids))[:, 0], atol=1e-5)
-    span = AlbertSpanLabeler.from_model_dir(str(tmp_path / "pretrained"))
-    with pytest.raises(ValueError, match="an AlbertSpanLabeler takes the encoder's token ids, not raw text"):
-        span.predict((first, second), verbose=0)
+    span = AlbertSpanLabeler.from_model_dir(str(tmp_path / "pretrained"), max_seq_length=20)
+    with pytest.raises(ValueError, match="an AlbertSpanLabeler's fit and evaluate take the encoder's token"):
+        span.fit((first, second), [0, 1, 2], verbose=0)
 
 
 def test_multiple_choice_fits_and_predicts_on_passages_and_choices(tmp_path):
@@ -284,3 +306,56 @@ def test_multiple_choice_fits_and_predicts_on_passages_and_choices(tmp_path):
     np.testing.assert_allclose(probabilities, expected, atol=1e-5)
     with pytest.raises(ValueError, match="choices must give 3 strings for each of the 3 passages"):
         model.predict((passages, [row[:2] for row in choices]), verbose=0)
+
+
+def test_a_span_model_predicts_answers_on_raw_questions_and_contexts(tmp_path):
+    """(questions, contexts) in, answers out: what run_squad's Python pipeline decodes (squad_features →
+    the model → answer_texts) at the model's length and span settings, contexts of several windows run a
+    few windows per call; the settings survive the .keras round trip."""
+    from albert_tf.finetuning import squad
+
+    config = tiny_config(vocab_size=8000, max_position_embeddings=40, initializer_range=0.2)
+    model_dir.save_model_dir(
+        AlbertPretrainer(AlbertEncoder(config)), tmp_path / "pretrained", str(SAMPLE_SPM)
+    )
+    settings = {"doc_stride": 7, "max_query_length": 6, "n_best_size": 5, "max_answer_length": 4}
+    model = AlbertSpanLabeler.from_model_dir(
+        str(tmp_path / "pretrained"), answerability=True, max_seq_length=40, span_settings=settings
+    )
+    lines = [line.strip() for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    contexts = [" ".join(lines[i : i + 3]) for i in range(0, 24, 3)] + ["one"]
+    questions = [lines[30 + i] for i in range(len(contexts))]
+    examples = [
+        squad.SquadExample(str(i), q, c, (), None)
+        for i, (q, c) in enumerate(zip(questions, contexts, strict=True))
+    ]
+    features = squad.squad_features(
+        examples, AlbertTokenizer(str(SAMPLE_SPM)), seq_length=40, doc_stride=7, max_query_length=6
+    )
+    assert np.bincount(features.example_index).max() > 3  # long contexts span several windows
+    outputs = {k: keras.ops.convert_to_numpy(v) for k, v in model(features.inputs).items()}
+    # A threshold halfway between two questions' answerable logits: some are answered, some not.
+    logits = sorted(
+        outputs["answerable_logits"][features.example_index == i].max() for i in range(len(examples))
+    )
+    threshold = float(logits[len(logits) // 2 - 1] + logits[len(logits) // 2]) / 2
+    model.span_settings = {**settings, "null_score_threshold": threshold}
+    expected, no_answer = squad.answer_texts(
+        examples, features, outputs, n_best_size=5, max_answer_length=4, null_score_threshold=threshold
+    )
+    got = model.predict((questions, contexts), batch_size=3)
+    assert list(got["answer_text"]) == [expected[e.qas_id] for e in examples]
+    assert 0 < sum(text != "" for text in got["answer_text"]) < len(examples)  # answered and not
+    for context, text, start, end in zip(
+        contexts, got["answer_text"], got["answer_start"], got["answer_end"], strict=True
+    ):
+        assert context[start:end] == text if text else start == end == -1
+    np.testing.assert_allclose(
+        got["no_answer_probability"], [no_answer[e.qas_id] for e in examples], atol=1e-6
+    )
+    model.save(tmp_path / "span.keras")
+    again = keras.saving.load_model(tmp_path / "span.keras")
+    assert again.span_settings == model.span_settings
+    assert list(again.predict((questions, contexts))["answer_text"]) == list(got["answer_text"])
+    with pytest.raises(ValueError, match="2 questions and 1 contexts"):
+        model.predict((questions[:2], contexts[:1]))

@@ -42,6 +42,9 @@ def test_sums_loss_and_metrics_match_numpy():
     np.testing.assert_allclose(total, expected[0] / (5.0 + 1e-5) + expected[3] / 2.0, rtol=1e-6)
     reported = losses.metrics(sums)
     np.testing.assert_allclose(reported["masked_lm_accuracy"], expected[2] / 5.0)
+    np.testing.assert_allclose(reported["masked_lm_loss"], expected[0] / (5.0 + 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(reported["sentence_order_accuracy"], expected[4] / 2.0)
+    np.testing.assert_allclose(reported["sentence_order_loss"], expected[3] / 2.0, rtol=1e-6)
     np.testing.assert_allclose(reported["loss"], total, rtol=1e-6)
 
 

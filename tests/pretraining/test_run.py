@@ -422,6 +422,9 @@ def test_first_gradient_norm_exceeds_the_clip(data, tmp_path):
 def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
     result = run_module(flags_of(settings(data, tmp_path)))
     assert "run_pretraining: step 6/6 | loss " in result.stderr and "examples/s | ETA" in result.stderr
+    # The process's peak so far: TensorFlow and the model alone hold a few hundred MB.
+    peak = re.search(r"ETA [\d:]+ \| peak memory (\d+\.\d\d) GB host\n", result.stderr)
+    assert peak and 0.2 < float(peak.group(1)) < 20, result.stderr[-2000:]
     assert re.search(
         r"step 6/6 \| .* mlm_acc 0\.\d{4} \(most frequent token 0\.\d{4}, without context \d\.\d{4}\) \| "
         r"sop_acc",

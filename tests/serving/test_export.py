@@ -28,7 +28,7 @@ from google.protobuf import text_format
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.finetuning import classifier, span_decoding, squad
+from albert_tf.finetuning import classifier, squad
 from albert_tf.models import (
     AlbertClassifier,
     AlbertEncoder,
@@ -39,6 +39,7 @@ from albert_tf.models import (
 from albert_tf.models.task_models import PADDING_LOGIT, AlbertSpanLabeler
 from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
+from albert_tf.text import span_decoding
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests.helpers import SAMPLE_CORPUS, tiny_config
 from tests.text.text_samples import varied_lines
@@ -342,9 +343,12 @@ def test_token_id_requests_of_different_widths_share_a_server_batch(exports):
 
 
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(tmp_path):
+    # One piece more than the model's vocabulary is too many.
     with pytest.raises(TokenizerError, match=r"spm_8k\.model has 8,000 pieces but the model's albert config "
-                                             r"has vocab_size 97"):  # fmt: skip
-        export.export_saved_model(AlbertEncoder(tiny_config()), SPM, tmp_path / "1", "encoder", SEQ)
+                                             r"has vocab_size 7,999"):  # fmt: skip
+        export.export_saved_model(
+            AlbertEncoder(tiny_config(vocab_size=7999)), SPM, tmp_path / "1", "encoder", SEQ
+        )
     assert not list(tmp_path.iterdir())
 
 
@@ -378,6 +382,10 @@ def test_token_ids_of_other_shapes_or_out_of_range_are_refused_naming_input_row_
     with pytest.raises(ServingError, match=rf"input_type_ids has shape\] \[2 {width + 3}\] \[but "
                        rf"input_word_ids has\] \[2 {width}\]"):  # fmt: skip
         servables["classifier"].run("serve_token_ids", {**features, "input_type_ids": wider})
+    narrower = features["input_mask"][:, :1]
+    with pytest.raises(ServingError, match=rf"input_mask has shape\] \[2 1\] \[but input_word_ids has\] "
+                       rf"\[2 {width}\]"):  # fmt: skip
+        servables["classifier"].run("serve_token_ids", {**features, "input_mask": narrower})
     for name, row, value, end in (
         ("input_word_ids", 1, config.vocab_size, config.vocab_size),
         ("input_word_ids", 0, -3, config.vocab_size),
@@ -611,13 +619,52 @@ def test_span_answers_are_run_squads_with_long_contexts_windowed(exports, corpus
     assert all(value.shape == (0,) for value in empty.values())
 
 
+PEAK_MEMORY = """
+import sys
+from albert_tf.serving.servable import Servable
+def kilobytes(name):  # VmRSS: resident now; VmHWM: the peak since the last reset
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(name + ":"))
+with Servable(sys.argv[1]) as servable:
+    servable.run("serving_default", {"text": ["Who?"], "text_b": ["Tom is here."]})
+    with open("/proc/self/clear_refs", "w") as file:
+        file.write("5")  # the peak starts again from what is resident now (Linux)
+    before = kilobytes("VmRSS")
+    context = "word " * int(sys.argv[2])
+    answer = servable.run("serving_default", {"text": ["Who?"], "text_b": [context]})["answer_text"]
+    print(kilobytes("VmHWM") - before, answer[0].decode())
+"""
+
+
+def test_a_long_span_context_is_served_within_the_memory_of_a_few_windows(exports):
+    """A context of 40,000 words is thousands of windows: through the C++ loader in a fresh process, the
+    request's peak memory above what the process held before it is less than one float32 attention-score
+    tensor of all its windows at once (windows x heads x width^2 x 4 bytes), which an encoder call over
+    every window holds several of, and a sub-batch of windows a small part of."""
+    _, models, paths, _ = exports
+    words = 40_000
+    tokens = len(AlbertTokenizer(SPM).tokenize("word " * words))
+    room = SPAN.max_seq_length - 3 - len(AlbertTokenizer(SPM).tokenize("Who?"))
+    windows = (tokens - room) // SPAN.doc_stride + 1
+    config = models["span"].encoder.config
+    all_scores = windows * config.num_attention_heads * SPAN.max_seq_length**2 * 4
+    assert all_scores > 50e6  # what the bound below tells apart: tens of MB, not noise
+    result = subprocess.run(
+        [sys.executable, "-c", PEAK_MEMORY, str(paths["span"]), str(words)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    grown_kb, answer = result.stdout.split(" ", 1)
+    assert set(answer.split()) <= {"word"}  # answered from the context
+    assert int(grown_kb) * 1024 < all_scores, (int(grown_kb) // 1024, all_scores // 2**20)
+
+
 def test_in_graph_context_spans_are_the_python_tokenizers(corpus_lines):
-    from albert_tf.serving import span_inputs
+    from albert_tf.text import span_windows
     from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
     lines = corpus_lines + varied_lines(300, seed=11) + ["", "  ", "e\u0301 \u0301 x", "a\u3000b\u2028c"]
     python = AlbertTokenizer(SPM)
-    ids, starts, ends = span_inputs.context_tokens(
+    ids, starts, ends = span_windows.context_tokens(
         InGraphTokenizer(SPM), tf.constant(python.surface_lengths), tf.constant(lines)
     )
     for index, line in enumerate(lines):
@@ -632,12 +679,12 @@ def test_in_graph_context_spans_are_the_python_tokenizers(corpus_lines):
 def test_span_windows_without_room_for_question_and_context_are_refused(
     seq_length, doc_stride, max_query_length
 ):
-    from albert_tf.serving import span_inputs
+    from albert_tf.text import span_windows
     from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
     lengths = tf.constant(AlbertTokenizer(SPM).surface_lengths)
     with pytest.raises(ValueError, match="leave no room for the question and the context"):
-        span_inputs.windows(
+        span_windows.windows(
             InGraphTokenizer(SPM), lengths, tf.constant(["q"]), tf.constant(["c"]), seq_length, doc_stride,
             max_query_length,
         )  # fmt: skip

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from albert_tf.finetuning import span_decoding
+from albert_tf.text import span_decoding
 
 
 def decode(start, end, spans, max_context, window_example, num_examples, n_best=20, max_length=30, **kw):

@@ -11,7 +11,7 @@ import sys
 
 import tensorflow as tf
 
-from albert_tf.finetuning import span_decoding
+from albert_tf.text import span_decoding
 from albert_tf.text.tf_tokenizer import gather_or, pack_rows
 
 # Characters `str.split()` splits on (str.isspace), by code point.

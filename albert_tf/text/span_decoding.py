@@ -12,11 +12,8 @@ gets the same answer from either. It is the original ALBERT/BERT SQuAD decoding:
 """
 
 import dataclasses
-import json
 
 import tensorflow as tf
-
-from albert_tf import file_io
 
 NO_SPAN = -1  # the character offsets of a question without a valid span
 
@@ -32,8 +29,8 @@ def check_window_settings(seq_length, doc_stride, max_query_length):
 
 @dataclasses.dataclass(frozen=True)
 class SpanSettings:
-    """How contexts are windowed and answers chosen; `run_squad` keeps its settings with the model
-    (span_settings.json in the model directory) so the span export answers the same.
+    """How contexts are windowed and answers chosen; `run_squad` keeps its settings in the model
+    (`AlbertSpanLabeler.span_settings`) so its `predict` on raw text and the span export answer the same.
 
     Args:
       max_seq_length: tokens per window.
@@ -51,19 +48,22 @@ class SpanSettings:
     max_answer_length: int = 30
     null_score_threshold: float = 0.0
 
-    FILE = "span_settings.json"
-
-    def save(self, directory):
-        text = json.dumps(dataclasses.asdict(self), indent=2) + "\n"
-        file_io.write_atomically(file_io.join(directory, self.FILE), text.encode())
-
     @classmethod
-    def load(cls, directory):
-        """The settings a model directory keeps, or None."""
-        path = file_io.join(directory, cls.FILE)
-        if not file_io.exists(path):
-            return None
-        return cls(**json.loads(file_io.read_text(path)))
+    def of(cls, model, max_seq_length=None, **given):
+        """A span model's settings: its `span_settings` (AlbertSpanLabeler, what run_squad used) at its
+        preprocessing's length, with the values given (None: not given) replacing them; None while the
+        length is not known. ValueError naming a setting that does not exist."""
+        kept = {**getattr(model, "span_settings", {}), **{k: v for k, v in given.items() if v is not None}}
+        names = {field.name for field in dataclasses.fields(cls)} - {"max_seq_length"}
+        unknown = sorted(set(kept) - names)
+        if unknown:
+            raise ValueError(f"unknown span settings {unknown}; the settings are {sorted(names)}")
+        length = max_seq_length or getattr(getattr(model, "preprocessing", None), "max_seq_length", None)
+        return cls(max_seq_length=length, **kept) if length else None
+
+    def decoding(self):
+        """What a span model keeps (its `span_settings`): all but the length, which its preprocessing has."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "max_seq_length"}
 
 
 def best_spans(
