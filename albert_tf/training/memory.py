@@ -10,7 +10,16 @@ import tensorflow as tf
 
 
 def host_peak_bytes():
-    """The process's peak resident set so far (getrusage's ru_maxrss: kilobytes on Linux, bytes on macOS)."""
+    """The process's peak resident set so far, in bytes: VmHWM of /proc/self/status on Linux (getrusage's
+    ru_maxrss there also counts the image before exec, so a run started by a large process, a notebook or a
+    test runner, would report that process's size); ru_maxrss elsewhere (kilobytes, bytes on macOS)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 
