@@ -1,0 +1,138 @@
+r"""What serving ALBERT costs in memory against BERT: export bytes, and the resident memory of a model server
+process that loaded the export and answered a batch, for ALBERT-base and BERT-base (configs/bert_base.json:
+BERT-base's shapes, nothing shared, no factorized embedding), float32 and bfloat16 exports.
+
+    python bench/serving_memory.py              # batch 32 sentence pairs at 128 tokens
+    python bench/serving_memory.py --batch=1
+
+Both are albert_tf classifier exports (random weights: memory does not depend on them) of the configs' own
+vocabulary sizes, tokenizing with the sample SentencePiece model. Each export is loaded by TensorFlow's C++
+loader (albert_tf.serving.servable: what TF Serving runs) in a fresh process, which answers one batch; the
+process's resident memory then (VmRSS) and its peak (VmHWM) are printed, and, as a floor, those of a process
+that loaded a SavedModel holding nothing (one signature that adds 1) the same way: the loader, a session and
+TensorFlow's runtime, which every served model pays. "Model" columns are a process's figure less that floor.
+The export's variables are counted against the model's weights: ALBERT's shared layer is stored once.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
+CORPUS = os.path.join(ROOT, "data", "sample", "sample_corpus.txt")
+SEQ = 128
+flags.DEFINE_integer("batch", 32, "Sentence pairs in the answered batch.")
+flags.DEFINE_list("models", ["albert_base", "bert_base"], "Configs (albert_tf/configs/NAME.json).")
+flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Export precisions.")
+FLAGS = flags.FLAGS
+
+SERVE = """
+import json, sys
+import numpy as np
+from albert_tf.serving.servable import Servable
+def kilobytes(name):
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(name + ":"))
+request = json.loads(sys.argv[2])
+if "x" in request:
+    request["x"] = np.array(request["x"], np.float32)
+with Servable(sys.argv[1]) as model:
+    model.run("serving_default", request)
+    print(kilobytes("VmRSS") / 1024, kilobytes("VmHWM") / 1024)
+"""
+
+
+def sample_pairs(count):
+    with open(CORPUS, encoding="utf-8") as file:
+        lines = [line.strip() for line in file if line.strip()][: 2 * count]
+    return lines[0::2], lines[1::2]
+
+
+def export(name, precision, folder):
+    """(export path, parameters, weights the model has, variables the export stores)."""
+    import tensorflow as tf
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models import AlbertClassifier, AlbertEncoder
+    from albert_tf.serving.export import export_saved_model
+
+    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", f"{name}.json"))
+    model = AlbertClassifier(AlbertEncoder(config), num_classes=2)
+    path = export_saved_model(
+        model, SPM, os.path.join(folder, name, precision, "1"), "classifier", SEQ, pair=True,
+        precision=precision,
+    )  # fmt: skip
+    stored = [
+        key for key, _ in tf.train.list_variables(os.path.join(path, "variables", "variables"))
+        if not key.startswith("_CHECKPOINTABLE_OBJECT_GRAPH")
+    ]  # fmt: skip
+    parameters = sum(int(tf.size(weight)) for weight in model.weights)
+    return path, parameters, len(model.weights), len(stored)
+
+
+def minimal_export(folder):
+    """A SavedModel whose one signature adds 1: what the loader and a session cost with no model."""
+    import tensorflow as tf
+
+    class AddOne(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def serve(self, x):
+            return {"y": x + 1.0}
+
+    module = AddOne()
+    path = os.path.join(folder, "minimal", "1")
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    return path
+
+
+def folder_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def serve(path, request):
+    import json
+
+    arguments = [sys.executable, "-c", SERVE, path, json.dumps(request)]
+    result = subprocess.run(arguments, capture_output=True, text=True, check=True)
+    return [float(x) for x in result.stdout.split()]
+
+
+def main(argv):
+    del argv
+    print(f"CPU: {describe()}", flush=True)
+    texts = sample_pairs(FLAGS.batch)
+    request = {"text": texts[0], "text_b": texts[1]}
+    rows = {}
+    with tempfile.TemporaryDirectory() as folder:
+        floor_rss, floor_peak = serve(minimal_export(folder), {"x": [1.0, 2.0]})
+        print(f"floor (the loader and a session, a model that adds 1): {floor_rss:.0f} MB resident, "
+              f"{floor_peak:.0f} MB peak", flush=True)  # fmt: skip
+        print("model | precision | parameters | weights / stored variables | export MB | resident MB "
+              "(model) | peak MB (model)")  # fmt: skip
+        for precision in FLAGS.precisions:
+            for name in FLAGS.models:
+                path, parameters, weights, stored = export(name, precision, folder)
+                size = folder_bytes(path) / 2**20
+                rss, peak = serve(path, request)
+                model_rss, model_peak = rss - floor_rss, peak - floor_rss
+                print(f"{name} | {precision} | {parameters / 1e6:.1f}M | {weights} / {stored} | {size:.1f} | "
+                      f"{rss:.0f} ({model_rss:.0f}) | {peak:.0f} ({model_peak:.0f})", flush=True)  # fmt: skip
+                rows[name, precision] = (size, model_rss, model_peak)
+    if len(FLAGS.models) == 2:
+        first, second = FLAGS.models
+        for precision in FLAGS.precisions:
+            a, b = rows[first, precision], rows[second, precision]
+            print(f"{first} / {second}, {precision}: export {a[0] / b[0]:.3f}x, model resident "
+                  f"{a[1] / b[1]:.3f}x, model peak {a[2] / b[2]:.3f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    app.run(main)
