@@ -418,6 +418,14 @@ class AlbertSpanLabeler(_TaskModel):
     def span_settings(self, settings):
         self._span_settings = tuple(sorted(settings.items()))
 
+    @classmethod
+    def from_model_dir(cls, directory, dtype=None, span_settings=None, **arguments):
+        """`_TaskModel.from_model_dir`; span settings given replace those of a fine-tuned model one by one."""
+        model = super().from_model_dir(directory, dtype=dtype, **arguments)
+        if span_settings:
+            model.span_settings = {**model.span_settings, **span_settings}
+        return model
+
     def _head_config(self):
         return {
             **super()._head_config(),

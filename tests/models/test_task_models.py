@@ -359,3 +359,8 @@ def test_a_span_model_predicts_answers_on_raw_questions_and_contexts(tmp_path):
     assert list(again.predict((questions, contexts))["answer_text"]) == list(got["answer_text"])
     with pytest.raises(ValueError, match="2 questions and 1 contexts"):
         model.predict((questions[:2], contexts[:1]))
+    # Continued from its directory with a setting given: that one replaced, the others kept.
+    model_dir.copy_config_and_spm(str(tmp_path / "pretrained"), tmp_path / "tuned")
+    model_dir.save_task_model(model, tmp_path / "tuned")
+    continued = AlbertSpanLabeler.from_model_dir(str(tmp_path / "tuned"), span_settings={"n_best_size": 7})
+    assert continued.span_settings == {**model.span_settings, "n_best_size": 7}
