@@ -9,7 +9,7 @@ import sys
 import keras
 import pytest
 
-from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, AlbertSpanLabeler, model_dir
 from albert_tf.serving.servable import Servable
 from tests.helpers import tiny_config
 
@@ -103,6 +103,11 @@ def export_answers_run_squads(setup, output, version, *extra):
     predictions = json.loads((output / "long" / "predictions.json").read_text())
     answers = [text.decode() for text in got["answer_text"]]
     assert answers == [predictions[p["qas"][0]["id"]] for p in paragraphs]
+    # The fine-tuned model in a notebook, on the same raw text: the same answers, with no settings given.
+    model = AlbertSpanLabeler.from_model_dir(str(output))
+    questions = [p["qas"][0]["question"] for p in paragraphs]
+    predicted_here = model.predict((questions, [p["context"] for p in paragraphs]))
+    assert list(predicted_here["answer_text"]) == answers
     return answers
 
 
