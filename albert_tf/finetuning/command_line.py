@@ -33,6 +33,12 @@ flags.DEFINE_integer(
     "batch of each replica).",
 )  # fmt: skip
 flags.DEFINE_bool(
+    "remat", False,
+    "Recompute each layer's activations in the backward pass instead of keeping them: the activation memory "
+    "of about one layer instead of all, for about one more forward pass a step; the updates are those "
+    "without it (dropout drops the same units in both passes).",
+)  # fmt: skip
+flags.DEFINE_bool(
     "rollback_on_collapse", False,
     "When the smoothed training loss rises over twice its best, go back to the newest checkpoint before it, "
     "lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most 3 "

@@ -48,6 +48,7 @@ class FineTuningSettings:
     save_checkpoints_steps: int = 200
     keep_checkpoint_max: int = 2
     gradient_accumulation_steps: int = 1
+    remat: bool = False
     rollback_on_collapse: bool = False
     rollback_learning_rate_factor: float = 0.5
     dropout_rate: float = 0.1
@@ -104,6 +105,7 @@ class FineTuningTask(Task):
         self.splits = self._read()
         with self.strategy.scope():
             self.model = self._build_model()
+            self.model.encoder.remat = s.remat
             self.schedule = WarmupPolynomialDecay(s.learning_rate, s.train_step, s.warmup_step)
             self.optimizer = AdamWeightDecay(self.schedule)
             self.optimizer.build(self.model.trainable_variables)

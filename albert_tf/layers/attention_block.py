@@ -13,6 +13,8 @@ import math
 import keras
 from keras import ops
 
+from albert_tf.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AttentionBlock(keras.layers.Layer):
@@ -32,6 +34,7 @@ class AttentionBlock(keras.layers.Layer):
     Call args:
         x: float [B, T, H].
         attention_bias: float32 [B, 1, 1, T]; 0 for real keys, -10000 for padding.
+        dropout_seeds: optional, from `draw_dropout_seeds()`: the masks' seeds (default: drawn in the call).
 
     Returns:
         float [B, T, H].
@@ -79,10 +82,10 @@ class AttentionBlock(keras.layers.Layer):
         self.key = dense("key")
         self.value = dense("value")
         self.output_dense = dense("output_dense")
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = Dropout(
             self.attention_probs_dropout_prob, dtype=self.dtype_policy, name="attention_dropout"
         )
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = Dropout(
             self.hidden_dropout_prob, dtype=self.dtype_policy, name="output_dropout"
         )
         self.layer_norm = keras.layers.LayerNormalization(
@@ -115,7 +118,13 @@ class AttentionBlock(keras.layers.Layer):
         scores = ops.matmul(ops.cast(query, "float32"), ops.transpose(ops.cast(key, "float32"), (0, 1, 3, 2)))
         return ops.softmax(scores + ops.cast(attention_bias, "float32"), axis=-1)
 
-    def call(self, x, attention_bias, training=None):
+    def draw_dropout_seeds(self):
+        """{dropout layer name: int [2]} for the dropouts that drop (rate > 0): the seeds the next training
+        call would draw, drawn now, for a call that must draw the same masks twice (remat)."""
+        return {d.name: d.next_seed() for d in (self.attention_dropout, self.output_dropout) if d.rate > 0}
+
+    def call(self, x, attention_bias, training=None, dropout_seeds=None):
+        seeds = dropout_seeds or {}
         batch_size, length = ops.shape(x)[0], ops.shape(x)[1]
         # Scaling the queries costs B*T*H multiplies instead of B*N*T*T on the scores.
         query = self._split_heads(self.query(x) * (1.0 / math.sqrt(self.head_size)))  # (B, N, T, D)
@@ -123,11 +132,12 @@ class AttentionBlock(keras.layers.Layer):
         value = self._split_heads(self.value(x))  # (B, N, T, D)
 
         probs = ops.cast(self._attention_probs(query, key, attention_bias), self.compute_dtype)
-        probs = self.attention_dropout(probs, training=training)
+        probs = self.attention_dropout(probs, training=training, seed=seeds.get("attention_dropout"))
 
         context = ops.matmul(probs, value)  # (B, N, T, D)
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch_size, length, -1))  # (B, T, H)
-        attended = self.output_dropout(self.output_dense(context), training=training)
+        attended = self.output_dense(context)
+        attended = self.output_dropout(attended, training=training, seed=seeds.get("output_dropout"))
         return self.layer_norm(x + attended)
 
     def compute_output_shape(self, x_shape, attention_bias_shape=None):

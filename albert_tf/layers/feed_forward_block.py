@@ -3,6 +3,7 @@
 import keras
 
 from albert_tf.layers.activations import get_activation
+from albert_tf.layers.dropout import Dropout
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -17,6 +18,7 @@ class FeedForwardBlock(keras.layers.Layer):
 
     Call args:
         x: float [batch, seq, H].
+        dropout_seeds: optional, from `draw_dropout_seeds()`: the mask's seed (default: drawn in the call).
 
     Returns:
         float [batch, seq, H].
@@ -62,7 +64,7 @@ class FeedForwardBlock(keras.layers.Layer):
             name="output_dense",
         )
         self.output_dense.build((*x_shape[:-1], self.intermediate_size))
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = Dropout(
             self.hidden_dropout_prob, dtype=self.dtype_policy, name="output_dropout"
         )
         self.layer_norm = keras.layers.LayerNormalization(
@@ -70,13 +72,19 @@ class FeedForwardBlock(keras.layers.Layer):
         )
         self.layer_norm.build(x_shape)
 
-    def call(self, x, training=None):
+    def draw_dropout_seeds(self):
+        """{dropout layer name: int [2]} for the dropouts that drop (rate > 0): the seeds the next training
+        call would draw, drawn now, for a call that must draw the same masks twice (remat)."""
+        return {d.name: d.next_seed() for d in (self.output_dropout,) if d.rate > 0}
+
+    def call(self, x, training=None, dropout_seeds=None):
         # On (B*T, H) rows: Keras' Dense multiplies a rank-3 input through tensordot, whose Reshape between
         # MatMul and BiasAdd keeps the fusion above from matching.
         rows = keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))
         hidden = self.intermediate_dense(rows)  # (B*T, I), activated
         output = keras.ops.reshape(self.output_dense(hidden), keras.ops.shape(x))
-        return self.layer_norm(x + self.output_dropout(output, training=training))
+        seed = (dropout_seeds or {}).get("output_dropout")
+        return self.layer_norm(x + self.output_dropout(output, training=training, seed=seed))
 
     def compute_output_shape(self, x_shape):
         return x_shape

@@ -29,6 +29,9 @@ class AlbertEncoder(keras.Model):
     Args:
         config: `AlbertConfig`, or a dict of its keys.
         dtype: optional dtype policy for every layer (default: the global policy, e.g. "mixed_bfloat16").
+        remat: bool, default False. Recompute each layer's activations in the backward pass instead of
+            keeping them (see `TransformerBlock`); the `remat` attribute changes it on a built encoder,
+            before the model's training step is traced (before `fit`).
 
     Inputs (a dict):
         input_word_ids: int32 [batch, seq].
@@ -48,7 +51,7 @@ class AlbertEncoder(keras.Model):
         (2, 128)
     """
 
-    def __init__(self, config, dtype=None, **kwargs):
+    def __init__(self, config, dtype=None, remat=False, **kwargs):
         if not isinstance(config, AlbertConfig):
             config = AlbertConfig.from_dict(config)
         initializer_range = config.initializer_range
@@ -94,7 +97,11 @@ class AlbertEncoder(keras.Model):
         for a, f in schedule:
             if (a, f) not in blocks:
                 blocks[a, f] = TransformerBlock(
-                    attention_blocks[a], feed_forward_blocks[f], dtype=dtype, name=f"block_{a}_{f}"
+                    attention_blocks[a],
+                    feed_forward_blocks[f],
+                    remat=remat,
+                    dtype=dtype,
+                    name=f"block_{a}_{f}",
                 )
         pooler = keras.layers.Dense(
             config.hidden_size,
@@ -126,8 +133,20 @@ class AlbertEncoder(keras.Model):
         self.blocks = list(blocks.values())
         self.pooler = pooler
 
+    @property
+    def remat(self):
+        """Whether training calls recompute each layer's activations in the backward pass."""
+        return self.blocks[0].remat
+
+    @remat.setter
+    def remat(self, value):
+        for block in self.blocks:
+            block.remat = bool(value)
+
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable, "config": self.config.to_dict()}
+        if self.remat:
+            config["remat"] = True
         if self.dtype_policy.name != keras.config.dtype_policy().name:
             config["dtype"] = self.dtype_policy.name
         return config

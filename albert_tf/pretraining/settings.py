@@ -44,6 +44,7 @@ class PretrainingSettings:
     jit_compile: bool = False
     mixed_precision: str = "float32"
     gradient_accumulation_steps: int = 1
+    remat: bool = False
     steps_per_loop: int = 100
     log_every_steps: int = 100
     seed: int = 12345
@@ -112,6 +113,10 @@ HELP = {
     "jit_compile": "Compile the training step (forward and backward) and the evaluation step with XLA.",
     "mixed_precision": "Compute dtype (float16 with dynamic loss scaling).",
     "gradient_accumulation_steps": "Micro-batches per update (same update, less memory).",
+    "remat": "Recompute each layer's activations in the backward pass instead of keeping them: the "
+    "activation memory of about one layer instead of all, for about one more forward pass a step. Dropout "
+    "drops the same units in both passes, so the updates are those without it. For long sequences or large "
+    "batches that do not fit otherwise.",
     "steps_per_loop": "Steps per call into the compiled training loop.",
     "log_every_steps": "Steps between progress lines and summaries.",
     "seed": "Seed of initialization, data order and dropout.",

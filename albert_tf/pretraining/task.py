@@ -37,7 +37,7 @@ class PretrainingTask(Task):
         s = self.settings = settings
         self.strategy, self.inputs = strategy, inputs
         with strategy.scope():
-            self.model = AlbertPretrainer(AlbertEncoder(config))
+            self.model = AlbertPretrainer(AlbertEncoder(config, remat=s.remat))
             self.schedule = WarmupPolynomialDecay(
                 s.learning_rate, s.num_train_steps, s.num_warmup_steps, power=s.poly_power
             )

@@ -354,6 +354,11 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, dat
         assert (tmp_path / "whole" / name).read_text() == (killed / name).read_text(), name
 
 
+def test_remat_reaches_the_fine_tuned_model(data, tmp_path):
+    settings = classifier_settings(data, tmp_path, remat=True)
+    assert classifier.ClassifierTask(settings).model.encoder.remat  # its updates: tests/models/test_remat.py
+
+
 @pytest.mark.xdist_group("one_classifier_process")
 def test_gradient_accumulation_gives_the_whole_batch_update(one_classifier_process, tmp_path, capsys):
     one, whole_batch = one_classifier_process

@@ -226,6 +226,16 @@ def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
 
 
+def test_remat_trains_to_the_weights_of_a_run_without_it_with_dropout_on(data, tmp_path):
+    run(settings(data, tmp_path / "kept", eval_input_file=None))
+    recomputed = settings(data, tmp_path / "recomputed", eval_input_file=None, remat=True)
+    run(recomputed)
+    assert_same_weights(tmp_path / "kept", tmp_path / "recomputed", atol=1e-6)
+    assert build(
+        recomputed, restore=False
+    ).task.model.encoder.remat  # what that does: tests/models/test_remat.py
+
+
 def test_accumulation_must_divide_the_batch(data, tmp_path):
     with pytest.raises(
         ValueError, match="--train_batch_size=8 must be divisible .* --gradient_accumulation_steps=3"
