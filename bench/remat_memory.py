@@ -11,7 +11,9 @@ resident memory reset (/proc/self/clear_refs) and "held" read: weights, optimize
 TensorFlow's runtime and the traced step. Then a first step (not timed: it also optimizes the graph) and
 the timed steps run. "Activations" is the peak less what was held: what running the step adds, the
 activations the backward pass keeps, the gradients and the temporaries. The goal: with remat, at most half
-the activation memory, at most 1.35x the step time.
+the activation memory, at most 1.35x the step time. Beside each row, `python -m albert_tf.model_summary
+--memory`'s estimate of the process's peak (with TensorFlow's runtime on a CPU) and its ratio to the
+measured peak (goal: within 15%).
 """
 
 import json
@@ -97,12 +99,26 @@ def row(name, remat):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def estimated_peak(name, remat):
+    """MB of the process's peak by `model_summary --memory`'s estimate (with the CPU runtime)."""
+    from albert_tf import shipped
+    from albert_tf.config import AlbertConfig
+    from albert_tf.model_summary import memory_summary, summarize
+    from albert_tf.models.memory_estimate import MemorySettings
+
+    config = AlbertConfig.from_json_file(shipped.resolve("albert_config_file", name))
+    settings = MemorySettings(batch_size=FLAGS.batch, max_seq_length=FLAGS.length, remat=remat)
+    memory = memory_summary(config, summarize(config), settings)
+    return (memory["training_peak"] + memory["runtime"]) / 2**20
+
+
 def main(argv):
     del argv
     print(f"CPU: {describe()}", flush=True)
     print(f"batch {FLAGS.batch} x {FLAGS.length} tokens, float32, LAMB; {FLAGS.steps} timed steps a row")
     print(
-        "model | remat | held (MB) | peak (MB) | activations (MB) | step (s) | activations, step vs without"
+        "model | remat | held (MB) | peak (MB) | activations (MB) | step (s) | activations, step vs without "
+        "| estimated peak (MB) | estimate / measured"
     )
     for name in FLAGS.models:
         without = None
@@ -114,9 +130,11 @@ def main(argv):
                 ratios = f"{activations / without[0]:.2f}x, {r['step_s'] / without[1]:.2f}x"
             else:
                 without = (activations, r["step_s"])
+            estimate = estimated_peak(name, remat)
             print(
                 f"{name} | {'on' if remat else 'off'} | {r['held_mb']:.0f} | {r['peak_mb']:.0f} | "
-                f"{activations:.0f} | {r['step_s']:.1f} | {ratios}",
+                f"{activations:.0f} | {r['step_s']:.1f} | {ratios} | {estimate:.0f} | "
+                f"{estimate / r['peak_mb']:.2f}",
                 flush=True,
             )
 

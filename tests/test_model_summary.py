@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from albert_tf.config import AlbertConfig
-from albert_tf.model_summary import summarize
+from albert_tf.model_summary import memory_summary, summarize
+from albert_tf.models import memory_estimate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -101,9 +102,39 @@ def test_cli_json_and_table():
         summary["total"] == summary["parameters"] + summary["masked_lm_head"] + summary["sentence_order_head"]
     )
 
-    table = run_cli("--albert_config_file=albert_tiny")
+    table = run_cli("--albert_config_file=albert_tiny", "--memory", "--memory_gb=2")
     assert table.returncode == 0, table.stderr
     assert "transformer blocks (distinct)" in table.stdout and "encoder" in table.stdout
+    for line in (
+        "training: activations",
+        "training: peak",
+        "serving: peak",
+        "largest training batch that fits",
+    ):
+        assert line in table.stdout, table.stdout
+
+
+@pytest.mark.slow
+def test_cli_memory_estimate_and_the_largest_batch_that_fits():
+    arguments = ["--albert_config_file=albert_large", "--memory", "--max_seq_length=512", "--remat"]
+    result = run_cli(*arguments, "--memory_gb=16", "--json")
+    assert result.returncode == 0, result.stderr
+    memory = json.loads(result.stdout)["memory"]
+    parts = ("parameters", "optimizer_state", "gradients", "activations")
+    assert memory["training_peak"] == sum(memory[part] for part in parts)
+    assert memory["parameters"] == 4 * json.loads(result.stdout)["total"]  # float32 variables
+    assert memory["optimizer_state"] == 2 * memory["parameters"]  # LAMB's two slots
+    # The largest batch fits 16 GB with the CPU runtime, one more does not.
+    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_large.json"))
+    counts = summarize(config)
+    room = 16e9 - memory["runtime"]
+    fits = memory_estimate.MemorySettings(batch_size=memory["largest_batch"], remat=True)
+    assert memory_estimate.estimate(config, counts, fits)["training_peak"] <= room
+    more = memory_estimate.MemorySettings(batch_size=memory["largest_batch"] + 1, remat=True)
+    assert memory_estimate.estimate(config, counts, more)["training_peak"] > room
+    # Without remat the same memory holds far fewer sequences.
+    kept = memory_summary(config, counts, memory_estimate.MemorySettings(remat=False), memory_gb=16)
+    assert kept["largest_batch"] * 3 < memory["largest_batch"]
 
 
 @pytest.mark.slow
@@ -116,3 +147,5 @@ def test_cli_errors_name_the_problem(tmp_path):
     assert bad.returncode != 0 and "embedding_size=0 must be a positive integer" in bad.stderr
     no_flag = run_cli()
     assert no_flag.returncode != 0 and "albert_config_file" in no_flag.stderr
+    zero = run_cli("--albert_config_file=albert_base", "--memory", "--max_seq_length=0")
+    assert zero.returncode != 0 and "--max_seq_length=0 must be at least 1" in zero.stderr

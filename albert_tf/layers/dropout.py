@@ -7,7 +7,7 @@ class _DrawnSeed(keras.random.SeedGenerator):
     """A seed already drawn, int [2], handed to `keras.random` (which takes seeds as ints or generators):
     `next()` returns it unchanged, so every call with it draws the same mask. Holds no state variable."""
 
-    def __init__(self, seed):  # noqa: not the parent's __init__: that would create a state variable
+    def __init__(self, seed):  # the parent's __init__ is not called: it would create a state variable
         self.seed = seed
 
     def next(self, ordered=True):
