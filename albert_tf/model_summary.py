@@ -24,7 +24,6 @@ from absl import app, flags
 
 from albert_tf import shipped, tf_startup
 from albert_tf.config import SHARING_STRATEGIES, AlbertConfig
-from albert_tf.models import memory_estimate
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -46,8 +45,9 @@ flags.DEFINE_bool("memory", False, "Also estimate the memory of training and ser
 flags.DEFINE_integer("batch_size", 8, "--memory: sequences in a training step or a served batch.")
 flags.DEFINE_integer("max_seq_length", 512, "--memory: tokens a sequence.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "--memory: masked positions a sequence.")
-flags.DEFINE_enum("precision", "float32", list(memory_estimate.PRECISIONS), "--memory: compute dtype.")
-flags.DEFINE_enum("optimizer", "lamb", list(memory_estimate.OPTIMIZER_SLOTS), "--memory: the optimizer.")
+# Literal choices: importing albert_tf.models here would start TensorFlow before main() silences its notices.
+flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16", "float16"], "--memory: compute dtype.")
+flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "--memory: the optimizer.")
 flags.DEFINE_bool("remat", False, "--memory: training with --remat (each layer recomputed).")
 flags.DEFINE_float(
     "memory_gb", None, "--memory: the device's memory in GB (10^9 bytes); prints the largest batch that fits."
@@ -106,6 +106,8 @@ def format_table(name: str, summary: dict) -> str:
 
 def memory_summary(config: AlbertConfig, counts: dict, settings, memory_gb=None, on_cpu=True) -> dict:
     """The estimate in bytes, the CPU runtime when on_cpu, and the largest batch for memory_gb."""
+    from albert_tf.models import memory_estimate
+
     summary = dict(memory_estimate.estimate(config, counts, settings))
     runtime = memory_estimate.CPU_RUNTIME_BYTES if on_cpu else 0
     summary["runtime"] = runtime
@@ -155,6 +157,8 @@ def main(argv):
     summary = summarize(config)
     memory = None
     if FLAGS.memory:
+        from albert_tf.models import memory_estimate
+
         settings = memory_estimate.MemorySettings(
             batch_size=FLAGS.batch_size, max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq, precision=FLAGS.precision,

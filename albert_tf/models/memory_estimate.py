@@ -34,7 +34,7 @@ REMAT_BYTES_PER_LAYER = {"float32": {"BTH": 4}, "mixed": {"BTH": 2}}
 # The backward pass of a layer holds the gradients of its largest tensors while it runs: one BNTT (float32,
 # the softmax's gradient), two BTI and two BTH.
 IN_FLIGHT = {"BNTT": 1, "BTI": 2, "BTH": 2}
-OPTIMIZER_SLOTS = {"lamb": 2, "adamw": 2, "sgd": 0}
+OPTIMIZER_SLOTS = {"lamb": 2, "adamw": 2}
 PRECISIONS = ("float32", "bfloat16", "float16")
 # What a CPU process running TensorFlow holds besides the model: the runtime, Keras, the traced step (about
 # 640 MiB: bench/README.md, "Rematerialization", the "held" column less weights and optimizer slots) and,
