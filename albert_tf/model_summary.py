@@ -164,11 +164,10 @@ def main(argv):
             max_predictions_per_seq=FLAGS.max_predictions_per_seq, precision=FLAGS.precision,
             optimizer=FLAGS.optimizer, remat=FLAGS.remat,
         )  # fmt: skip
-        try:
-            settings.check()
+        try:  # the estimate checks the settings, naming the flag of the first that cannot work
+            memory = memory_summary(config, summary, settings, FLAGS.memory_gb, on_cpu=FLAGS.device == "cpu")
         except ValueError as error:
             sys.exit(f"model_summary: error: --{error}")
-        memory = memory_summary(config, summary, settings, FLAGS.memory_gb, on_cpu=FLAGS.device == "cpu")
     if FLAGS.json:
         extra = {"memory": memory} if memory else {}
         print(json.dumps({"albert_config_file": FLAGS.albert_config_file, **summary, **extra}))
