@@ -1,9 +1,10 @@
 r"""What serving ALBERT costs in memory against BERT: export bytes, and the resident memory of a model server
 process that loaded the export and answered a batch, for ALBERT-base and BERT-base (configs/bert_base.json:
-BERT-base's shapes, nothing shared, no factorized embedding), float32 and bfloat16 exports.
+BERT-base's shapes, nothing shared, no factorized embedding), float32 and bfloat16 exports, under glibc's
+malloc (what the stock TF Serving binary uses) and under jemalloc and tcmalloc preloaded (LD_PRELOAD).
 
     python bench/serving_memory.py              # batch 32 sentence pairs at 128 tokens
-    python bench/serving_memory.py --batch=1
+    python bench/serving_memory.py --batch=1 --allocators=glibc
 
 Both are albert_tf classifier exports (random weights: memory does not depend on them) of the configs' own
 vocabulary sizes, tokenizing with the sample SentencePiece model. Each export is loaded by TensorFlow's C++
@@ -12,8 +13,10 @@ process's resident memory then (VmRSS) and its peak (VmHWM) are printed, and, as
 that loaded a SavedModel holding nothing (one signature that adds 1) the same way: the loader, a session and
 TensorFlow's runtime, which every served model pays. "Model" columns are a process's figure less that floor.
 The export's variables are counted against the model's weights: ALBERT's shared layer is stored once.
+jemalloc and tcmalloc come from Debian's libjemalloc2 and libtcmalloc-minimal4 (apt-get install).
 """
 
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -33,6 +36,7 @@ SEQ = 128
 flags.DEFINE_integer("batch", 32, "Sentence pairs in the answered batch.")
 flags.DEFINE_list("models", ["albert_base", "bert_base"], "Configs (albert_tf/configs/NAME.json).")
 flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Export precisions.")
+flags.DEFINE_list("allocators", ["glibc", "jemalloc", "tcmalloc"], "Allocators of the serving processes.")
 FLAGS = flags.FLAGS
 
 SERVE = """
@@ -97,11 +101,33 @@ def folder_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
-def serve(path, request):
+# The library each allocator preloads (None: glibc's malloc, linked into every process), its Debian package.
+ALLOCATORS = {
+    "glibc": (None, None),
+    "jemalloc": ("jemalloc", "libjemalloc2"),
+    "tcmalloc": ("tcmalloc_minimal", "libtcmalloc-minimal4"),
+}
+
+
+def preload(allocator):
+    """The environment of a serving process with allocator's library preloaded."""
+    if allocator not in ALLOCATORS:
+        raise app.UsageError(f"--allocators: {allocator!r} is not one of {', '.join(ALLOCATORS)}")
+    name, package = ALLOCATORS[allocator]
+    if name is None:
+        return dict(os.environ)
+    library = ctypes.util.find_library(name)
+    if library is None:
+        raise app.UsageError(f"--allocators: lib{name} is not installed (Debian: apt-get install {package})")
+    return {**os.environ, "LD_PRELOAD": library}
+
+
+def serve(path, request, allocator):
+    """(resident MB, peak MB) of a fresh process under allocator that loaded path and answered request."""
     import json
 
     arguments = [sys.executable, "-c", SERVE, path, json.dumps(request)]
-    result = subprocess.run(arguments, capture_output=True, text=True, check=True)
+    result = subprocess.run(arguments, capture_output=True, text=True, check=True, env=preload(allocator))
     return [float(x) for x in result.stdout.split()]
 
 
@@ -110,28 +136,35 @@ def main(argv):
     print(f"CPU: {describe()}", flush=True)
     texts = sample_pairs(FLAGS.batch)
     request = {"text": texts[0], "text_b": texts[1]}
-    rows = {}
+    for allocator in FLAGS.allocators:
+        preload(allocator)  # a missing library is named before any work
+    rows, floors = {}, {}
     with tempfile.TemporaryDirectory() as folder:
-        floor_rss, floor_peak = serve(minimal_export(folder), {"x": [1.0, 2.0]})
-        print(f"floor (the loader and a session, a model that adds 1): {floor_rss:.0f} MB resident, "
-              f"{floor_peak:.0f} MB peak", flush=True)  # fmt: skip
-        print("model | precision | parameters | weights / stored variables | export MB | resident MB "
-              "(model) | peak MB (model)")  # fmt: skip
+        minimal = minimal_export(folder)
+        for allocator in FLAGS.allocators:
+            floors[allocator], peak = serve(minimal, {"x": [1.0, 2.0]}, allocator)
+            print(f"floor under {allocator} (the loader and a session, a model that adds 1): "
+                  f"{floors[allocator]:.0f} MB resident, {peak:.0f} MB peak", flush=True)  # fmt: skip
+        print("model | precision | allocator | parameters | weights / stored variables | export MB "
+              "| resident MB (model) | peak MB (model)")  # fmt: skip
         for precision in FLAGS.precisions:
             for name in FLAGS.models:
                 path, parameters, weights, stored = export(name, precision, folder)
                 size = folder_bytes(path) / 2**20
-                rss, peak = serve(path, request)
-                model_rss, model_peak = rss - floor_rss, peak - floor_rss
-                print(f"{name} | {precision} | {parameters / 1e6:.1f}M | {weights} / {stored} | {size:.1f} | "
-                      f"{rss:.0f} ({model_rss:.0f}) | {peak:.0f} ({model_peak:.0f})", flush=True)  # fmt: skip
-                rows[name, precision] = (size, model_rss, model_peak)
+                for allocator in FLAGS.allocators:
+                    rss, peak = serve(path, request, allocator)
+                    model_rss, model_peak = rss - floors[allocator], peak - floors[allocator]
+                    print(f"{name} | {precision} | {allocator} | {parameters / 1e6:.1f}M | {weights} / "
+                          f"{stored} | {size:.1f} | {rss:.0f} ({model_rss:.0f}) | {peak:.0f} "
+                          f"({model_peak:.0f})", flush=True)  # fmt: skip
+                    rows[name, precision, allocator] = (size, model_rss, model_peak)
     if len(FLAGS.models) == 2:
         first, second = FLAGS.models
         for precision in FLAGS.precisions:
-            a, b = rows[first, precision], rows[second, precision]
-            print(f"{first} / {second}, {precision}: export {a[0] / b[0]:.3f}x, model resident "
-                  f"{a[1] / b[1]:.3f}x, model peak {a[2] / b[2]:.3f}x")  # fmt: skip
+            for allocator in FLAGS.allocators:
+                a, b = rows[first, precision, allocator], rows[second, precision, allocator]
+                print(f"{first} / {second}, {precision}, {allocator}: export {a[0] / b[0]:.3f}x, model "
+                      f"resident {a[1] / b[1]:.3f}x, model peak {a[2] / b[2]:.3f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,9 +32,13 @@ max_seq_length. A batch's rows run sorted by length in sub-batches, each padded 
 (sub_batches.py: a batch computes about the tokens it holds; real tokens' outputs do not change; at padding,
 `sequence_output` is 0 and span logits are PADDING_LOGIT). Span models window contexts longer than
 max_seq_length and choose answers as `run_squad` does (albert_tf/text/span_answers.py), their
-windows in bounded sub-batches (SPAN_WINDOWS_PER_CALL).
+windows in bounded sub-batches (SPAN_WINDOWS_PER_CALL). A transformer block the encoder runs at several
+layers (ALBERT's sharing) is one function in the graph, called by each of those layers: the export and the
+served process hold its graph once, not once per layer and signature.
 """
 
+import collections
+import contextlib
 import os
 
 import tensorflow as tf
@@ -313,6 +317,28 @@ def _signatures(functions):
     return signatures, methods
 
 
+@contextlib.contextmanager
+def _shared_blocks_as_functions(encoder):
+    """While signatures are traced, each of encoder's blocks that runs at more than one layer is called as one
+    function that the graph does not inline. Inlined (TensorFlow's default, here and in the model server's
+    graph optimizer), every layer and every signature holding the model would get its own copy of the
+    block's graph, and the served process a copy of its kernels for each: for ALBERT-base, 12 layers in 3
+    signatures, about 130 MB more memory than one copy (bench/serving_memory.py). The body is optimized
+    on its own (its feed-forward product still fuses with the GELU) and runs as fast. Blocks that run
+    once are left inline. The encoder's blocks are as before when the signatures are traced."""
+    runs = collections.Counter(encoder.schedule)
+    # encoder.blocks holds one block per distinct (attention, feed-forward) pair, in schedule order.
+    distinct = dict.fromkeys(encoder.schedule)
+    shared = [block for block, key in zip(encoder.blocks, distinct, strict=True) if runs[key] > 1]
+    for block in shared:
+        block.call = tf.function(block.call, autograph=False, experimental_attributes={"_noinline": True})
+    try:
+        yield
+    finally:
+        for block in shared:
+            del block.call  # the instance attribute set above: the class's call again
+
+
 def _captured_variables(signatures):
     """The variables the signatures read, each once (Keras weights are tf.Variables underneath)."""
     found = {}
@@ -421,7 +447,8 @@ def export_saved_model(
     model = with_precision(model, precision)
     tokenizer = InGraphTokenizer(spm_model_file, preprocessing.do_lower_case)
     functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
-    signatures, methods = _signatures(functions)
+    with _shared_blocks_as_functions(getattr(model, "encoder", model)):
+        signatures, methods = _signatures(functions)
     root = tf.Module()
     root.tokenizer = tokenizer  # the SentencePiece model resource, created by the init op
     root.weights = _captured_variables(signatures)

@@ -925,30 +925,69 @@ def onednn_computes_bfloat16():
     return "avx512f" in flags or "avx_ne_convert" in flags
 
 
+def executed_nodes(graph):
+    """The nodes of a graph Grappler wrote and of its library functions that it optimized with it: a
+    function marked _noinline is kept there as saved, and optimized (and dumped) on its own when it runs."""
+    functions = [function for function in graph.library.function if not function.attr["_noinline"].b]
+    return [*graph.node, *(node for function in functions for node in function.node_def)]
+
+
 @pytest.mark.parametrize("name", ["classifier", "classifier_bfloat16"])
 def test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each(exports, tmp_path, name):
     """TensorFlow's CPU graph optimizer (Grappler's remapper) fuses MatMul -> BiasAdd -> tanh GELU into one
     oneDNN kernel when the three stand as FeedForwardBlock writes them (on rows, the GELU as the Dense
-    layer's activation), which serves more texts/s (bench/serving.py measures it). The graph the C++
-    loader's session runs, after Grappler, holds one such kernel per layer, and no Tanh or Pow left over;
-    for the bfloat16 export, only where oneDNN computes bfloat16 on this CPU."""
+    layer's activation), which serves more texts/s (bench/serving.py measures it). The graphs the C++
+    loader's session runs, after Grappler, hold one such kernel per distinct block (the shared block is
+    one function every layer calls, optimized on its own), and no Tanh or Pow left over; for the bfloat16
+    export, only where oneDNN computes bfloat16 on this CPU."""
     _, models, paths, _ = exports
     result = subprocess.run(
         [sys.executable, "-c", SERVED_GRAPH, paths[name], str(tmp_path)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    dumps = sorted(tmp_path.glob("after_MetaOptimizer_*.pbtxt"), key=lambda path: path.stat().st_size)
+    dumps = list(tmp_path.glob("after_MetaOptimizer_*.pbtxt"))
     assert dumps, "Grappler wrote no graph: TF_DUMP_GRAPH_PREFIX is not honoured any more"
-    graph = text_format.Parse(dumps[-1].read_text(), graph_pb2.GraphDef())  # the largest: the model's graph
-    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+    nodes = [
+        node
+        for dump in dumps
+        for node in executed_nodes(text_format.Parse(dump.read_text(), graph_pb2.GraphDef()))
+    ]
     fused = [node.attr["fused_ops"].list.s for node in nodes if node.op == "_FusedMatMul"]
-    layers = models[name].encoder.config.num_hidden_layers
     if name.endswith("bfloat16") and not onednn_computes_bfloat16():
         # A CPU without native bfloat16: oneDNN fuses no bfloat16 product (and serves it slower than float32).
         assert fused.count([b"BiasAdd", b"GeluApproximate"]) == 0, fused
         return
-    assert fused.count([b"BiasAdd", b"GeluApproximate"]) == layers, fused
+    assert fused.count([b"BiasAdd", b"GeluApproximate"]) == len(models[name].encoder.blocks), fused
     assert not [node.name for node in nodes if node.op in ("Tanh", "Pow")]
+
+
+def test_a_shared_block_is_stored_once_and_called_by_every_layer(exports):
+    """The export's graph holds the encoder's one shared block once, as a function that each layer of each
+    signature running the model calls without inlining it (so the served process holds its kernels once):
+    one function with the attention's two batched products, called num_hidden_layers times by each of
+    serving_default's, classify's and serve_token_ids' sub-batch loops; the Keras model is left as it was."""
+    _, models, paths, _ = exports
+    with open(os.path.join(paths["classifier"], "saved_model.pb"), "rb") as file:
+        saved = saved_model_pb2.SavedModel.FromString(file.read())
+    library = saved.meta_graphs[0].graph_def.library.function
+    products = {
+        function.signature.name: sum(node.op == "BatchMatMulV2" for node in function.node_def)
+        for function in library
+    }
+    blocks = [function for function in library if products[function.signature.name]]
+    assert len(blocks) == 1 and products[blocks[0].signature.name] == 2, {
+        k: v for k, v in products.items() if v
+    }
+    assert blocks[0].attr["_noinline"].b
+    name = blocks[0].signature.name
+    calls = collections.Counter(
+        function.signature.name for function in library for node in function.node_def
+        if node.op in ("PartitionedCall", "StatefulPartitionedCall") and node.attr["f"].func.name == name
+    )  # fmt: skip
+    layers = models["classifier"].encoder.config.num_hidden_layers
+    assert sorted(calls.values()) == [layers] * 3, calls
+    # The exported Keras model's blocks are called as before (inline) once the export is written.
+    assert not any("call" in vars(block) for block in models["classifier"].encoder.blocks)
 
 
 def test_in_graph_preprocessing_gives_the_python_tokenizer_ids(exports):
