@@ -3,7 +3,7 @@ time of ALBERT-base and ALBERT-large at 512 tokens, batch 8, with and without it
 
     python bench/remat_memory.py                              # base and large, 2 timed steps each
     python bench/remat_memory.py --models=albert_base --steps=3
-    python bench/remat_memory.py --precision=bfloat16         # mixed bfloat16, as run_pretraining's flag
+    python bench/remat_memory.py --mixed_precision=bfloat16   # float32 weights, bfloat16 compute
 
 Each row is a fresh process: the pretrainer (masked-LM and sentence-order heads) of the config, LAMB, one
 batch of random ids with 20 masked positions a sequence, and the training step (forward, backward, update)
@@ -31,9 +31,11 @@ flags.DEFINE_list("models", ["albert_base", "albert_large"], "Configs (albert_tf
 flags.DEFINE_integer("batch", 8, "Sequences a step.")
 flags.DEFINE_integer("length", 512, "Tokens a sequence.")
 flags.DEFINE_integer("steps", 2, "Timed steps after the warm-up step.")
+# Not --precision: model_summary, imported for the estimate, defines that flag.
 flags.DEFINE_enum(
-    "precision", "float32", ["float32", "bfloat16"], "float32, or mixed bfloat16 (float32 weights)."
-)
+    "mixed_precision", "none", ["none", "bfloat16", "float16"],
+    "Compute dtype with float32 weights, as run_pretraining's --precision (float16: without loss scaling).",
+)  # fmt: skip
 FLAGS = flags.FLAGS
 
 STEP = """
@@ -46,10 +48,11 @@ from albert_tf import shipped
 from albert_tf.config import AlbertConfig
 from albert_tf.models import AlbertEncoder, AlbertPretrainer
 from albert_tf.pretraining import losses
+from albert_tf.training.distribution import PRECISIONS
 from albert_tf.training.optimizers import create_optimizer
 
 name, remat, batch, length, steps = sys.argv[1], sys.argv[2] == "1", *map(int, sys.argv[3:6])
-keras.config.set_dtype_policy({"float32": "float32", "bfloat16": "mixed_bfloat16"}[sys.argv[6]])
+keras.config.set_dtype_policy(PRECISIONS[sys.argv[6]])
 def megabytes(field):
     lines = open("/proc/self/status").read().splitlines()
     return next(int(line.split()[1]) for line in lines if line.startswith(field + ":")) / 1024
@@ -94,10 +97,15 @@ print(json.dumps({"held_mb": held, "peak_mb": megabytes("VmHWM"), "step_s": seco
 """
 
 
+def precision():
+    """run_pretraining's --precision for --mixed_precision: float32, bfloat16 or float16."""
+    return "float32" if FLAGS.mixed_precision == "none" else FLAGS.mixed_precision
+
+
 def row(name, remat):
     result = subprocess.run(
         [sys.executable, "-c", STEP, name, "1" if remat else "0", str(FLAGS.batch), str(FLAGS.length),
-         str(FLAGS.steps), FLAGS.precision],
+         str(FLAGS.steps), precision()],
         capture_output=True, text=True,
     )  # fmt: skip
     if result.returncode:
@@ -114,7 +122,7 @@ def estimated_peak(name, remat):
 
     config = AlbertConfig.from_json_file(shipped.resolve("albert_config_file", name))
     settings = MemorySettings(
-        batch_size=FLAGS.batch, max_seq_length=FLAGS.length, precision=FLAGS.precision, remat=remat
+        batch_size=FLAGS.batch, max_seq_length=FLAGS.length, precision=precision(), remat=remat
     )
     memory = memory_summary(config, summarize(config), settings)
     return (memory["training_peak"] + memory["runtime"]) / 2**20
@@ -123,7 +131,7 @@ def estimated_peak(name, remat):
 def main(argv):
     del argv
     print(f"CPU: {describe()}", flush=True)
-    settings = f"batch {FLAGS.batch} x {FLAGS.length} tokens, {FLAGS.precision}, LAMB"
+    settings = f"batch {FLAGS.batch} x {FLAGS.length} tokens, {precision()}, LAMB"
     print(f"{settings}; {FLAGS.steps} timed steps a row")
     print(
         "model | remat | held (MB) | peak (MB) | activations (MB) | step (s) | activations, step vs without "

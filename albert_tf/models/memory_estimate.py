@@ -24,10 +24,11 @@ from albert_tf.models.sharing import block_schedule
 # values), 5 BTI (the tanh GELU's pre-activation and its intermediate products) and the softmax output.
 # Under mixed precision 6 of the BTH are float32 (LayerNorm and residuals) and 4 bfloat16; the BTI are
 # bfloat16; the attention probabilities are kept in float32 (the softmax output) and bfloat16 (the cast the
-# context product reads).
+# context product reads); and the block's six weight matrices ("W": 4 H^2 + 2 H I elements), cast to bfloat16
+# at each call for its products, are kept once per call (in float32 the products read the variables).
 KEPT_BYTES_PER_LAYER = {
     "float32": {"BTH": 10 * 4, "BTI": 5 * 4, "BNTT": 4},
-    "mixed": {"BTH": 6 * 4 + 4 * 2, "BTI": 5 * 2, "BNTT": 4 + 2},
+    "mixed": {"BTH": 6 * 4 + 4 * 2, "BTI": 5 * 2, "BNTT": 4 + 2, "W": 2},
 }
 # With remat a layer keeps its input only: float32, or the compute dtype under mixed precision.
 REMAT_BYTES_PER_LAYER = {"float32": {"BTH": 4}, "mixed": {"BTH": 2}}
@@ -65,11 +66,12 @@ class MemorySettings:
 
 def _sizes(config: AlbertConfig, batch_size: int, seq_length: int) -> dict[str, int]:
     """Elements of each shape class."""
-    b, t = batch_size, seq_length
+    b, t, h, i = batch_size, seq_length, config.hidden_size, config.intermediate_size
     return {
-        "BTH": b * t * config.hidden_size,
-        "BTI": b * t * config.intermediate_size,
+        "BTH": b * t * h,
+        "BTI": b * t * i,
         "BNTT": b * config.num_attention_heads * t * t,
+        "W": 4 * h * h + 2 * h * i,
     }
 
 

@@ -19,11 +19,12 @@ SHAPE_CLASSES = {
     (B, 2, T, T): "BNTT",
 }
 ALIASES = ("Reshape", "Identity", "IdentityN")  # share their input's buffer
+WEIGHT_MATRICES = 4 * 14 * 14 + 2 * 14 * 19  # elements of a block's query, key, value, output and FFN kernels
 
 
 def _kept_bytes(layers, remat):
     """{shape class: bytes per element summed} of the distinct buffers the backward pass of a tiny
-    pretrainer's step reads from its forward pass."""
+    pretrainer's step reads from its forward pass; "W": bytes of the weights it reads cast."""
     config = tiny_config(num_hidden_layers=layers, max_position_embeddings=16)
     model = AlbertPretrainer(AlbertEncoder(config, remat=remat))
     batch = random_features(config, batch_size=B, length=T, padded=False)
@@ -57,6 +58,8 @@ def _kept_bytes(layers, remat):
         name = SHAPE_CLASSES.get(tuple(tensor.shape.as_list()))
         if name:
             counts[name] += tensor.dtype.size
+        elif tensor.op.type == "Cast" and tensor.op.inputs[0].op.type == "ReadVariableOp":  # a weight, cast
+            counts["W"] += tensor.dtype.size * tensor.shape.num_elements()
     return counts
 
 
@@ -72,7 +75,8 @@ def _kept_bytes(layers, remat):
 def test_what_a_layer_keeps_is_counted_from_the_traced_training_step(policy, remat, table):
     keras.config.set_dtype_policy(policy)
     one, two = _kept_bytes(1, remat), _kept_bytes(2, remat)
-    per_layer = {name: two[name] - one[name] for name in ("BTH", "BTI", "BNTT")}
+    per_layer = {name: two[name] - one[name] for name in ("BTH", "BTI", "BNTT", "W")}
+    per_layer["W"] /= WEIGHT_MATRICES  # bytes per element of the block's weight matrices, as the table has it
     assert per_layer == {name: table.get(name, 0) for name in per_layer}
 
 
@@ -94,3 +98,11 @@ def test_the_estimate_adds_up_by_hand():
     # Each of the 4 calls of the shared sub-layers returns its own gradient of their weights.
     assert remat["gradients"] == 4 * counts["total"] + 4 * 3 * (attention + feed_forward)
     assert e["serving_peak"] == 4 * counts["encoder"] + 8 * bntt + 4 * (2 * bti + 4 * bth)
+    # Mixed bfloat16: float32 weights, slots and gradients; 2-byte activations where the table says so, and
+    # each call's six weight matrices cast to bfloat16.
+    settings = memory_estimate.MemorySettings(3, 11, 2, precision="bfloat16")
+    mixed = memory_estimate.estimate(config, counts, settings)
+    matrices = 4 * 14 * 14 + 2 * 14 * 19
+    kept = 4 * ((6 * 4 + 4 * 2) * bth + 5 * 2 * bti + 6 * bntt + 2 * matrices)
+    in_flight, embeddings = 4 * bntt + 2 * (2 * bti + 2 * bth), 2 * 2 * bth
+    assert mixed["activations"] == kept + in_flight + heads + embeddings
