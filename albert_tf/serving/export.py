@@ -325,7 +325,7 @@ def _shared_blocks_as_functions(encoder):
     block's graph, and the served process a copy of its kernels for each: for ALBERT-base, 12 layers in 3
     signatures, about 130 MB more memory than one copy (bench/serving_memory.py). The body is optimized
     on its own (its feed-forward product still fuses with the GELU) and runs as fast. Blocks that run
-    once are left inline. The encoder's blocks are as before when the signatures are traced."""
+    once are left inline. On leaving, the blocks are called as before (the Keras model is unchanged)."""
     runs = collections.Counter(encoder.schedule)
     # encoder.blocks holds one block per distinct (attention, feed-forward) pair, in schedule order.
     distinct = dict.fromkeys(encoder.schedule)
