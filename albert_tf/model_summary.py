@@ -143,8 +143,7 @@ def format_memory(settings, summary: dict) -> str:
 
 def main(argv):
     del argv
-    tf_startup.import_tensorflow_quietly()
-    try:
+    try:  # before TensorFlow starts: a mistyped config is named at once
         config = AlbertConfig.from_json_file(shipped.resolve("albert_config_file", FLAGS.albert_config_file))
         changes = {}
         if FLAGS.sharing is not None:
@@ -154,6 +153,7 @@ def main(argv):
         config = config.replace(**changes)
     except (OSError, ValueError) as error:
         sys.exit(f"model_summary: error: {error}")
+    tf_startup.import_tensorflow_quietly()
     summary = summarize(config)
     memory = None
     if FLAGS.memory:
