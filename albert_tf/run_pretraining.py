@@ -29,13 +29,19 @@ flags.mark_flags_as_required(list(REQUIRED))
 
 def main(argv):
     del argv
-    tf_startup.import_tensorflow_quietly()  # first: before anything imports TensorFlow
+    fields = [field.name for field in dataclasses.fields(PretrainingSettings)]
+    try:  # before TensorFlow starts: a flag that cannot work is named at once
+        settings = PretrainingSettings(**{name: shipped.resolve(name, FLAGS[name].value) for name in fields})
+        settings.check()
+    except ValueError as error:
+        print(f"run_pretraining: error: {error}", file=sys.stderr)
+        return 1
+    tf_startup.import_tensorflow_quietly()  # before anything imports TensorFlow
     logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines would drown the progress line.
     from albert_tf.pretraining.run import TrainingError, run
 
-    fields = [field.name for field in dataclasses.fields(PretrainingSettings)]
     try:
-        run(PretrainingSettings(**{name: shipped.resolve(name, FLAGS[name].value) for name in fields}))
+        run(settings)
     except (ValueError, FileNotFoundError, TrainingError) as error:
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
