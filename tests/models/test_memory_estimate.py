@@ -102,7 +102,6 @@ def test_the_estimate_adds_up_by_hand():
     # each call's six weight matrices cast to bfloat16.
     settings = memory_estimate.MemorySettings(3, 11, 2, precision="bfloat16")
     mixed = memory_estimate.estimate(config, counts, settings)
-    matrices = 4 * 14 * 14 + 2 * 14 * 19
-    kept = 4 * ((6 * 4 + 4 * 2) * bth + 5 * 2 * bti + 6 * bntt + 2 * matrices)
+    kept = 4 * ((6 * 4 + 4 * 2) * bth + 5 * 2 * bti + 6 * bntt + 2 * WEIGHT_MATRICES)
     in_flight, embeddings = 4 * bntt + 2 * (2 * bti + 2 * bth), 2 * 2 * bth
     assert mixed["activations"] == kept + in_flight + heads + embeddings
