@@ -83,7 +83,8 @@ def classifier(work):
     for precision in PRECISIONS:
         for task, exported in (("classifier", model), ("encoder", model.encoder)):
             path = os.path.join(work, f"{task}_{precision}", "1")
-            export_saved_model(exported, spm, path, task, max_seq_length=seq, precision=precision)
+            # A classifier fit in code records no pairing: doc_topics is single texts.
+            export_saved_model(exported, spm, path, task, max_seq_length=seq, pair=False, precision=precision)
             with Servable(path) as servable:
                 served[task, precision] = servable.run("serving_default", {"text": texts})
     single, half = served["classifier", "float32"], served["classifier", "bfloat16"]
