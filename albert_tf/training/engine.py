@@ -381,6 +381,16 @@ class Engine:
         Returns the evaluation the run ends with (the best one with a task's best_metric, else the last;
         None when the task evaluates nothing).
         """
+        try:
+            return self._train()
+        finally:
+            # The training input (its threads and prefetched batches) goes when training ends, not when the
+            # garbage collector finds this engine (its tf.functions keep it in a reference cycle). Deleting a
+            # tf.data iterator can wait out the rest of its autotuning thread's sleep, which grows with the
+            # iterator's age to a minute, and a collection that deletes it holds the interpreter meanwhile.
+            self._iterator = None
+
+    def _train(self):
         s = self.settings
         step = self.step
         every = [

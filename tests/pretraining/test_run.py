@@ -5,6 +5,7 @@ below the tiny vocabulary of 97.
 """
 
 import dataclasses
+import gc
 import json
 import os
 import pathlib
@@ -218,6 +219,20 @@ def test_run_writes_a_model_directory_and_eval_results(data, tmp_path):
     assert np.sum(weights * mlm_ce) / np.sum(weights) == pytest.approx(results["masked_lm_loss"], rel=1e-5)
     sop_ce = cross_entropy(outputs["sop_logits"], batch["sentence_order_label"])
     assert np.mean(sop_ce) == pytest.approx(results["sentence_order_loss"], rel=1e-5)
+
+
+def test_the_training_input_is_released_when_training_ends(data, tmp_path):
+    """Not when the garbage collector finds the engine: a collection that deletes a tf.data iterator can
+    block the process for up to a minute (its autotuning thread's sleep)."""
+    gc.collect()
+    before = {id(o) for o in gc.get_objects() if isinstance(o, tf.data.Iterator)}
+    gc.disable()  # what is left must be left by the run, not freed by a collection that happens to run
+    try:
+        run(settings(data, tmp_path))
+        left = [o for o in gc.get_objects() if isinstance(o, tf.data.Iterator) and id(o) not in before]
+    finally:
+        gc.enable()
+    assert not left, left
 
 
 def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
