@@ -12,7 +12,6 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
-import keras  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.helpers import install_wheel  # noqa: E402
@@ -20,6 +19,8 @@ from tests.helpers import install_wheel  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _deterministic_float32():
+    import keras  # here, not at the top: xdist's controller process loads this file and runs no test
+
     keras.config.set_dtype_policy("float32")
     keras.utils.set_random_seed(1234)
     yield

@@ -302,10 +302,10 @@ def test_squad_and_race_on_two_devices_and_two_workers_match_one_device(task, da
 
 # Resuming and accumulating ------------------------------------------------------------------------------
 
-# Task → (settings, entry point, prediction files compared besides eval_results.json).
+# Task → (settings, in-process run, entry point, prediction files compared besides eval_results.json).
 RESUMED_TASKS = {
-    "classifier": (classifier_settings, "albert_tf.run_classifier", []),
-    "squad": (squad_settings, "albert_tf.run_squad", ["predictions.json"]),
+    "classifier": (classifier_settings, classifier.run, "albert_tf.run_classifier", []),
+    "squad": (squad_settings, span.run, "albert_tf.run_squad", ["predictions.json"]),
 }
 
 
@@ -329,11 +329,11 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, dat
     # With dropout: its masks come from seed states that the checkpoints hold. Killed once a checkpoint of
     # step 8 or later is written (a second save: the resume is not from the first), with 32 steps and 8
     # evaluations left.
-    make_settings, module, outputs = RESUMED_TASKS[task]
+    make_settings, run_in_process, module, outputs = RESUMED_TASKS[task]
     whole = dataclasses.replace(
         make_settings(data, tmp_path / "whole"), train_step=40, save_checkpoints_steps=4, dropout_rate=0.1
     )
-    run_module(module, flags_of(whole))
+    run_in_process(whole)  # the uninterrupted run
     interrupted = flags_of(whole, output_dir=tmp_path / "killed")
     killed = tmp_path / "killed"
     kill_once_saved([sys.executable, "-m", module, *interrupted], killed / "checkpoints", 8, cwd=ROOT)

@@ -19,6 +19,7 @@ from albert_tf.pretraining.data.units import BuildSettings
 from albert_tf.pretraining.dataset import load_manifest
 from albert_tf.pretraining.input import PretrainingInput, find_manifest
 from albert_tf.pretraining.lanes import BLOCK, Lanes
+from albert_tf.pretraining.run import run
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.text.tokenizer import TokenizerError
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, run_on_two_workers, small_spm, tiny_config
@@ -284,7 +285,7 @@ def test_records_without_a_manifest_say_what_resuming_costs(tmp_path):
 @pytest.mark.slow
 def test_two_workers_train_the_one_process_weights_from_a_manifest(built, tmp_path):
     base = settings(built, tmp_path / "one")
-    run_module(flags_of(base))
+    run(base)  # one process: this one
     args = flags_of(
         dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="multi_worker_mirrored")
     )
@@ -335,7 +336,7 @@ def test_a_truncated_shard_is_refused_or_saves_the_last_step_and_the_rebuilt_run
         built, tmp_path / "whole", albert_config_file=str(tmp_path / "dropout.json"), num_train_steps=100,
         save_checkpoints_steps=50, steps_per_loop=10, log_every_steps=50,
     )  # fmt: skip
-    run_module(flags_of(whole))
+    run(whole)  # the run that never failed: in this process
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
     lanes = Lanes.of(load_manifest(str(copy / "train.tfrecord.manifest.json")), BATCH, 12345)

@@ -471,7 +471,7 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
     # first). After step 8 the run has 192 steps left: seconds on a CPU.
     run_settings = settings(data, tmp_path / "whole", num_train_steps=200, save_checkpoints_steps=4,
                             steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
-    run_module(flags_of(run_settings))
+    run(run_settings)  # the uninterrupted run: in this process
     interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
     command = [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted]
     kill_once_saved(command, tmp_path / "killed" / "checkpoints", 8, cwd=ROOT)
@@ -485,7 +485,7 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
 @pytest.mark.slow
 def test_mirrored_over_two_devices_matches_one_device(data, tmp_path):
     base = exact_settings(data, tmp_path / "one")
-    run_module(flags_of(base))
+    run(base)  # one device: in this process
     two = flags_of(dataclasses.replace(base, output_dir=str(tmp_path / "two"), strategy="mirrored"))
     run_on_two_devices("albert_tf.run_pretraining", two)
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
@@ -503,7 +503,7 @@ def one_process_on_one_file(data, tmp_path_factory):
         shuffle_buffer_size=1,
         eval_input_file=data["eval"],
     )
-    run_module(flags_of(base))
+    run(base)
     return base
 
 
