@@ -19,6 +19,7 @@ largest batch that fits.
 
 import json
 import sys
+import threading
 
 from absl import app, flags
 
@@ -70,9 +71,7 @@ def _layout(config: AlbertConfig) -> str:
 
 def summarize(config: AlbertConfig) -> dict:
     """Builds the pretrainer for `config` and returns its parameter counts with the model's shape."""
-    from albert_tf.models import AlbertEncoder, AlbertPretrainer, parameter_counts
-
-    counts = parameter_counts(AlbertPretrainer(AlbertEncoder(config)))
+    counts = _counts_of_weights_without_values(config)
     return {
         "parameters": counts["encoder"],
         **counts,
@@ -82,6 +81,33 @@ def summarize(config: AlbertConfig) -> dict:
         "num_hidden_layers": config.num_hidden_layers,
         "layout": _layout(config),
     }
+
+
+def _counts_of_weights_without_values(config: AlbertConfig) -> dict:
+    """parameter_counts of the pretrainer for `config`, its weights created with their shapes but no values:
+    drawing the initial values takes seconds for the larger models (334 M for bert_large) and a count needs
+    none. Keras leaves a weight made in a StatelessScope uninitialized, and remembers it in thread-local state
+    to initialize when a scope is next left; made in a thread of their own, the weights go with the thread.
+    """
+    import keras
+
+    from albert_tf.models import AlbertEncoder, AlbertPretrainer, parameter_counts
+
+    outcome = {}
+
+    def count():
+        try:
+            with keras.StatelessScope(initialize_variables=False):
+                outcome["counts"] = parameter_counts(AlbertPretrainer(AlbertEncoder(config)))
+        except Exception as error:  # raised again in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=count, name="model_summary")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["counts"]
 
 
 def format_table(name: str, summary: dict) -> str:
