@@ -19,7 +19,7 @@ largest batch that fits.
 
 import json
 import sys
-import threading
+from concurrent import futures
 
 from absl import app, flags
 
@@ -93,21 +93,12 @@ def _counts_of_weights_without_values(config: AlbertConfig) -> dict:
 
     from albert_tf.models import AlbertEncoder, AlbertPretrainer, parameter_counts
 
-    outcome = {}
-
     def count():
-        try:
-            with keras.StatelessScope(initialize_variables=False):
-                outcome["counts"] = parameter_counts(AlbertPretrainer(AlbertEncoder(config)))
-        except Exception as error:  # raised again in the caller's thread
-            outcome["error"] = error
+        with keras.StatelessScope(initialize_variables=False):
+            return parameter_counts(AlbertPretrainer(AlbertEncoder(config)))
 
-    thread = threading.Thread(target=count, name="model_summary")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["counts"]
+    with futures.ThreadPoolExecutor(max_workers=1) as thread:  # its thread ends when the block does
+        return thread.submit(count).result()  # an error in the build is raised here
 
 
 def format_table(name: str, summary: dict) -> str:
