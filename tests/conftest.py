@@ -34,11 +34,19 @@ QUICK_START_TIMEOUT = 2400
 
 
 @pytest.fixture(scope="session")
-def quick_start(tmp_path_factory):
-    """The README's quick start as a user runs it: the wheel installed into a fresh environment, then
-    `python -m albert_tf.run_pretraining --flagfile=tiny` in an empty folder, once.
-    Returns (its CompletedProcess, the model directory it wrote)."""
-    python, work = install_wheel(tmp_path_factory.mktemp("quick_start"))
+def installed_wheel(tmp_path_factory):
+    """The interpreter of a fresh virtual environment holding the package's wheel (helpers.install_wheel),
+    built once per worker: the quick start and tests/test_wheel.py share it, their tests one xdist group
+    (`installed_wheel`), so one worker builds it."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def quick_start(installed_wheel, tmp_path_factory):
+    """The README's quick start as a user runs it: `python -m albert_tf.run_pretraining --flagfile=tiny` with
+    only the wheel installed, in an empty folder, once. Returns (its CompletedProcess, the model directory it
+    wrote)."""
+    python, work = installed_wheel, tmp_path_factory.mktemp("quick_start")
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     result = subprocess.run(
         [str(python), "-m", "albert_tf.run_pretraining", "--flagfile=tiny"],
@@ -49,9 +57,10 @@ def quick_start(tmp_path_factory):
 
 def pytest_collection_modifyitems(items):
     """The quick start's test first, then the other tests marked slow, in their order, then the rest. xdist's
-    loadgroup hands out the largest group first (the export tests, which share their exports), then the
-    tests one by one in this order: the longest test (the quick start, minutes on one core) starts at once
-    on the other worker instead of keeping one busy after the others end."""
+    loadgroup hands out groups by size, in turn to each worker: the export tests (which share their exports),
+    then the quick start's group (the wheel's tests, which share its environment), then the smaller ones and
+    the tests one by one in this order. The longest test (the quick start, minutes on one core) starts at
+    once on the second worker instead of keeping one busy after the others end."""
     items.sort(
         key=lambda item: ("quick_start" not in item.fixturenames, item.get_closest_marker("slow") is None)
     )

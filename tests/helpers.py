@@ -191,7 +191,7 @@ def run_checked(command, cwd, timeout=600, returncode=0):
 
 def install_wheel(root):
     """The package as a user gets it: its wheel built and installed into a fresh virtual environment under
-    root. Returns (that environment's interpreter, an empty folder root/work to run it in).
+    root. Returns that environment's interpreter.
 
     The dependencies (TensorFlow and the rest) come from this interpreter's site-packages, without network:
     a .pth file lists those folders after the environment's own. Not `--system-site-packages`, which would
@@ -217,9 +217,7 @@ def install_wheel(root):
         "".join(f"{folder}\n" for folder in dependencies if os.path.isdir(folder))
     )
     run_checked([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], root)
-    work = root / "work"
-    work.mkdir()
-    return python, work
+    return python
 
 
 def repository_files():

@@ -111,6 +111,7 @@ def test_tiny_flagfile_names_shipped_files(empty):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("installed_wheel")  # the worker that installs the wheel once for tests/test_wheel.py
 def test_quick_start_learns_more_than_token_frequencies(quick_start):
     result, output = quick_start
     assert result.returncode == 0, result.stderr[-3000:]

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from tests.helpers import REPO, install_wheel, run_checked
+from tests.helpers import REPO, run_checked
 
 ENTRY_POINTS = (
     "train_tokenizer",
@@ -22,17 +22,13 @@ ENTRY_POINTS = (
     "convert_checkpoint",
     "model_summary",
 )
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """(the interpreter of a fresh environment holding the wheel, an empty folder outside the repo)."""
-    return install_wheel(tmp_path_factory.mktemp("wheel"))
+# The wheel's environment (conftest.py's installed_wheel) is the quick start's: one worker builds it once.
+pytestmark = pytest.mark.xdist_group("installed_wheel")
 
 
 @pytest.mark.slow
-def test_every_entry_point_of_the_installed_wheel_runs_away_from_the_source_tree(installed):
-    python, work = installed
+def test_every_entry_point_of_the_installed_wheel_runs_away_from_the_source_tree(installed_wheel, tmp_path):
+    python, work = installed_wheel, tmp_path  # an empty folder outside the repo
     located = run_checked(
         [str(python), "-c", "import albert_tf.checkpoints.convert as m; print(m.__file__)"], work
     )
@@ -51,8 +47,8 @@ def test_every_entry_point_of_the_installed_wheel_runs_away_from_the_source_tree
 
 
 @pytest.mark.slow
-def test_the_installed_wheel_converts_a_hugging_face_directory(installed):
-    python, work = installed
+def test_the_installed_wheel_converts_a_hugging_face_directory(installed_wheel, tmp_path):
+    python, work = installed_wheel, tmp_path
     run_checked([str(python), "-m", "albert_tf.convert_checkpoint", "--source=hf",
           f"--input={REPO / 'tests' / 'testdata' / 'hf_single_group'}", "--output_dir=models/converted"],
          work)  # fmt: skip
