@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.input_options import without_autotuning
 from albert_tf.text import span_decoding
 from albert_tf.text.batches import repeat_from
 
@@ -262,13 +263,15 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
         raise DataError("no SQuAD features")
     inputs = features.inputs
     if not is_training:
-        return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        batches = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size)
+        return without_autotuning(batches.prefetch(tf.data.AUTOTUNE))
     targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
     if answerability:
         targets["answerable_logits"] = features.answerable.astype(np.float32)
     dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
     dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    return repeat_from(dataset.batch(batch_size, drop_remainder=True), start).prefetch(tf.data.AUTOTUNE)
+    batches = repeat_from(dataset.batch(batch_size, drop_remainder=True), start)
+    return without_autotuning(batches.prefetch(tf.data.AUTOTUNE))
 
 
 def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=30, null_score_threshold=0.0):

@@ -13,6 +13,7 @@ import dataclasses
 import tensorflow as tf
 
 from albert_tf import features
+from albert_tf.input_options import without_autotuning
 from albert_tf.pretraining.data.manifest import Manifest
 from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import CLS, MASK, SEP, SPECIAL_IDS
@@ -210,7 +211,7 @@ def _batches(
     else:
         dataset = dataset.map(_masker(online_masking, max_predictions_per_seq, seed), tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    return dataset.map(_to_model_names, tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return without_autotuning(dataset.map(_to_model_names, tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
 
 
 def _to_model_names(batch):

@@ -9,6 +9,7 @@ tokenize alike. Each batch is padded to its longest example rounded up to a mult
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.input_options import without_autotuning
 from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer
 
 PAD_TO_MULTIPLE = 32
@@ -99,7 +100,8 @@ def _batched(columns, to_features, batch_size, is_training, seed, start, drop_re
         features = to_features(batch)
         return (features, batch["label"]) if "label" in batch else features
 
-    return dataset.map(with_label, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    batches = dataset.map(with_label, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return without_autotuning(batches)
 
 
 def layout(dataset):
