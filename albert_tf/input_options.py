@@ -6,8 +6,8 @@ done) cancels that thread and waits for it. In TensorFlow 2.21 the wake-up can b
 keep the cores busy, and the deletion then waits out the rest of the sleep (`bench/iterator_teardown.py`).
 Without autotuning each `AUTOTUNE` map and interleave runs tf.data's starting parallelism (16 calls, at most
 one per core) and a prefetch buffer still grows while the model waits for it; the quick start's examples per
-second are the same (bench/README.md, "Iterator teardown"). Under MirroredStrategy and TPUStrategy the
-per-device pipelines TensorFlow adds are autotuned whatever these options say.
+second are the same (bench/README.md, "Iterator teardown"). Under MirroredStrategy the per-device pipelines
+TensorFlow adds stay autotuned whatever these options say (measured there).
 """
 
 import tensorflow as tf
