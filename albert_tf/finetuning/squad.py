@@ -262,15 +262,15 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
     if not len(features):
         raise DataError("no SQuAD features")
     inputs = features.inputs
-    if not is_training:
+    if is_training:
+        targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
+        if answerability:
+            targets["answerable_logits"] = features.answerable.astype(np.float32)
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
+        batches = repeat_from(dataset.batch(batch_size, drop_remainder=True), start)
+    else:
         batches = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size)
-        return without_autotuning(batches.prefetch(tf.data.AUTOTUNE))
-    targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
-    if answerability:
-        targets["answerable_logits"] = features.answerable.astype(np.float32)
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
-    dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    batches = repeat_from(dataset.batch(batch_size, drop_remainder=True), start)
     return without_autotuning(batches.prefetch(tf.data.AUTOTUNE))
 
 
