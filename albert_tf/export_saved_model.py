@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import tf_startup
+from albert_tf import model_files, tf_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -89,7 +89,7 @@ def main(argv):
             model = model_dir.load_pretrainer(FLAGS.model_dir)
         else:
             model = model_dir.load_task_model(FLAGS.model_dir)
-        spm = FLAGS.spm_model_file or model_dir.spm_model_file(FLAGS.model_dir)
+        spm = FLAGS.spm_model_file or model_files.spm_model_file(FLAGS.model_dir)
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model; pass --spm_model_file")
         span_settings = None
@@ -108,7 +108,7 @@ def main(argv):
             pair=FLAGS.text_pair,
             span_settings=span_settings,
             precision=FLAGS.precision,
-            do_lower_case=model_dir.do_lower_case(FLAGS.model_dir) if pretrained else None,
+            do_lower_case=model_files.do_lower_case(FLAGS.model_dir) if pretrained else None,
             **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError) as error:

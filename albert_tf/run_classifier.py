@@ -12,8 +12,9 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import shipped, tf_startup
-from albert_tf.finetuning import command_line
+from albert_tf import shipped
+from albert_tf.finetuning import command_line, task_data
+from albert_tf.finetuning.settings import ClassifierSettings
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -27,16 +28,18 @@ flags.DEFINE_list("labels", None, "text: the label set in index order (default: 
 flags.mark_flag_as_required("task_name")
 
 
-def main(argv, run=None):
-    del argv
-    tf_startup.import_tensorflow_quietly()
-    from albert_tf.finetuning import classifier
+def run(settings, data):
+    from albert_tf.finetuning import classifier  # TensorFlow: started once the data is read
 
+    return classifier.run(settings, data)
+
+
+def main(argv, read_splits=task_data.classifier_splits, run=run):
+    del argv
     return command_line.main(
-        classifier.ClassifierSettings,
-        run or classifier.run,
+        ClassifierSettings, read_splits, run,
         convert={"labels": lambda labels: tuple(labels) if labels else None},
-    )
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

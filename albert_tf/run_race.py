@@ -11,17 +11,21 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import run_classifier, shipped, tf_startup  # run_classifier defines the flags
+from albert_tf import run_classifier, shipped  # run_classifier defines the flags
+from albert_tf.finetuning import task_data
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("task_name", "race")
 
 
-def main(argv):
-    tf_startup.import_tensorflow_quietly()
-    from albert_tf.finetuning import multiple_choice
+def run(settings, data):
+    from albert_tf.finetuning import multiple_choice  # TensorFlow: started once the data is read
 
-    return run_classifier.main(argv, run=multiple_choice.run)
+    return multiple_choice.run(settings, data)
+
+
+def main(argv):
+    return run_classifier.main(argv, read_splits=task_data.race_splits, run=run)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import shipped, tf_startup
-from albert_tf.finetuning import command_line
+from albert_tf import shipped
+from albert_tf.finetuning import command_line, task_data
+from albert_tf.finetuning.settings import SquadSettings
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (train-v1.1.json, train-v2.0.json).")
@@ -32,12 +33,15 @@ FLAGS.set_default("max_seq_length", 384)
 FLAGS.set_default("learning_rate", 5e-5)
 
 
+def run(settings, data):
+    from albert_tf.finetuning import span  # TensorFlow: started once the data is read
+
+    return span.run(settings, data)
+
+
 def main(argv):
     del argv
-    tf_startup.import_tensorflow_quietly()
-    from albert_tf.finetuning import span
-
-    return command_line.main(span.SquadSettings, span.run)
+    return command_line.main(SquadSettings, task_data.squad_splits, run)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import sys
 import tempfile
 
 import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from albert_tf import model_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
@@ -58,7 +59,7 @@ def classifier(work):
     import numpy as np
 
     from albert_tf.finetuning import glue
-    from albert_tf.models import AlbertClassifier, model_dir
+    from albert_tf.models import AlbertClassifier
     from albert_tf.serving.export import export_saved_model
     from albert_tf.serving.servable import Servable
     from albert_tf.training.optimizers import AdamWeightDecay
@@ -67,7 +68,7 @@ def classifier(work):
     train_examples, labels = glue.read_text_classification(os.path.join(DOC_TOPICS, "train.csv"))
     dev_examples, _ = glue.read_text_classification(os.path.join(DOC_TOPICS, "dev.csv"), labels=labels)
     keras.utils.set_random_seed(12345)
-    spm = model_dir.spm_model_file(MODEL_DIR)
+    spm = model_files.spm_model_file(MODEL_DIR)
     seq, batch, epochs = 64, 32, 6
     steps = epochs * (len(train_examples) // batch)
     model = AlbertClassifier.from_model_dir(MODEL_DIR, num_classes=len(labels), labels=labels)

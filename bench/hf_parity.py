@@ -45,12 +45,13 @@ def main():
     import torch
     import transformers
 
+    from albert_tf import model_files
     from albert_tf.checkpoints import convert
     from albert_tf.models import model_dir
     from albert_tf.text.tokenizer import AlbertTokenizer
 
     ours = model_dir.load_pretrainer(args.model_dir)
-    tokenizer = AlbertTokenizer(model_dir.spm_model_file(args.model_dir))
+    tokenizer = AlbertTokenizer(model_files.spm_model_file(args.model_dir))
     lines = sample_lines(args.batch_size)
     packed = [
         tokenizer.pack(a, b, seq_length=args.seq_length)

@@ -433,8 +433,10 @@ def downstream(work, config, spm, tasks, recipe):
             results = json.load(file)
     import keras
 
+    from albert_tf import model_files
     from albert_tf.config import AlbertConfig
     from albert_tf.finetuning import classifier
+    from albert_tf.finetuning.settings import ClassifierSettings
     from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 
     for task, folder in tasks.items():
@@ -446,11 +448,11 @@ def downstream(work, config, spm, tasks, recipe):
                 start = os.path.join(work, "pretrain", init)
                 if init == "random":  # the same model, randomly initialized with this seed
                     start = os.path.join(work, "random_init", str(seed))
-                    if not model_dir.is_model_dir(start):
+                    if not model_files.is_model_dir(start):
                         keras.utils.set_random_seed(seed)
                         fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
                         model_dir.save_model_dir(fresh, start, spm_model=spm)
-                settings = classifier.ClassifierSettings(
+                settings = ClassifierSettings(
                     task_name="text",
                     train_file=os.path.join(folder, "train.csv"),
                     dev_file=os.path.join(folder, "dev.csv"),

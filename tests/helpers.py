@@ -4,6 +4,7 @@ import ast
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import site
@@ -81,6 +82,16 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 sys.argv = sys.argv[1:]
 runpy.run_module(sys.argv[0], run_name="__main__")
 """
+
+
+# Python's -X importtime lists each module a process imports on stderr: a command run with it shows
+# whether it started TensorFlow.
+IMPORT_TIMES = ("-X", "importtime")
+
+
+def imported_tensorflow(stderr):
+    """Whether the stderr of a process run with IMPORT_TIMES shows TensorFlow imported."""
+    return re.search(r"\|\s+tensorflow$", stderr, re.MULTILINE) is not None
 
 
 def run_on_two_devices(module, args, check=True):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import file_io
+from albert_tf import file_io, model_files
 from albert_tf.finetuning import classifier, glue
+from albert_tf.finetuning.settings import ClassifierSettings
 from albert_tf.models import model_dir
 from albert_tf.pretraining.run import run
 from albert_tf.pretraining.settings import PretrainingSettings
@@ -148,7 +149,7 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
         num_train_steps=4, num_warmup_steps=1, save_checkpoints_steps=2, steps_per_loop=2, log_every_steps=2,
         eval_every_steps=2, max_eval_steps=2,
     ))  # fmt: skip
-    written = set(model_dir.files(pretrained))
+    written = set(model_files.files(pretrained))
     assert written == {
         "albert_config.json",
         "spm.model",
@@ -161,16 +162,16 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     assert file_io.glob(file_io.join(pretrained, "train", "events.out.tfevents.*"))
 
     tuned = file_io.join(ram, "runs", "topics")
-    classifier.run(classifier.ClassifierSettings(
+    classifier.run(ClassifierSettings(
         task_name="text", train_file=file_io.join(topics, "train.csv"),
         dev_file=file_io.join(topics, "dev.csv"), model_dir=pretrained, output_dir=tuned,
         max_seq_length=32, train_batch_size=8, eval_batch_size=64, train_step=4, warmup_step=1,
         save_checkpoints_steps=2,
     ))  # fmt: skip
-    assert model_dir.has_task_model(tuned) and file_io.exists(file_io.join(tuned, "eval_results.json"))
+    assert model_files.has_task_model(tuned) and file_io.exists(file_io.join(tuned, "eval_results.json"))
 
     model = model_dir.load_task_model(tuned)
-    version = export_saved_model(model, model_dir.spm_model_file(tuned), file_io.join(ram, "served", "1"),
+    version = export_saved_model(model, model_files.spm_model_file(tuned), file_io.join(ram, "served", "1"),
                                  "classifier", max_seq_length=32)  # fmt: skip
     with Servable(version) as servable:  # the C++ loader reads ram:// too (same process)
         outputs = servable.run("serving_default", {"text": ["Return the square root of x."]})

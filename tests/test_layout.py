@@ -9,7 +9,16 @@ import sys
 import albert_tf
 
 PACKAGE = pathlib.Path(albert_tf.__file__).parent
-FOUNDATION = {"config", "features", "file_io", "file_systems", "input_options", "shipped", "tf_startup"}
+FOUNDATION = {
+    "config",
+    "features",
+    "file_io",
+    "file_systems",
+    "input_options",
+    "model_files",
+    "shipped",
+    "tf_startup",
+}
 # What each part may import besides itself and the foundation modules (top-level modules with no folder).
 # Entry points (the other top-level modules) may import anything and nothing imports them but entry points.
 ALLOWED = {

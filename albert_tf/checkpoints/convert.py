@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from albert_tf import file_io
+from albert_tf import file_io, model_files
 from albert_tf.checkpoints import hf_names
 from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.config import AlbertConfig
@@ -235,9 +235,9 @@ def from_hf(directory) -> Conversion:
 def from_any(path) -> Conversion:
     """A pretrained model from a model directory of ours, a Hugging Face directory (config.json) or an
     original TF1 release (a directory or a checkpoint prefix), whichever path is."""
-    if model_dir.is_model_dir(path):
-        pretrainer, spm = model_dir.load_pretrainer(path), model_dir.spm_model_file(path)
-        return Conversion(pretrainer, spm, {}, [], global_step=model_dir.global_step(path))
+    if model_files.is_model_dir(path):
+        pretrainer, spm = model_dir.load_pretrainer(path), model_files.spm_model_file(path)
+        return Conversion(pretrainer, spm, {}, [], global_step=model_files.global_step(path))
     if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
     return from_tf1(path)
@@ -303,7 +303,7 @@ def to_hf(directory, output_dir):
         eos_token_id=3,
         tie_word_embeddings=True,
     )
-    spm = model_dir.spm_model_file(directory)
+    spm = model_files.spm_model_file(directory)
 
     def write(folder):
         tensors_bytes = save(tensors, metadata={"format": "pt"})

@@ -7,12 +7,11 @@ model directory whose `task_model.keras` is the best evaluation's model (ready f
 --task=classifier`), `eval_results.json` and, with do_predict, `test_results.tsv`.
 """
 
-import dataclasses
-
 import keras
 import numpy as np
 
-from albert_tf.finetuning import glue, metrics, task
+from albert_tf.finetuning import glue, metrics, task, task_data
+from albert_tf.finetuning.settings import ClassifierSettings
 from albert_tf.models import AlbertClassifier
 
 # The metrics GLUE reports per task; the first one picks the best evaluation.
@@ -23,18 +22,6 @@ TASK_METRICS = {
     "sts-b": ("pearson", "spearman"),
 }
 DEFAULT_METRICS = ("accuracy",)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierSettings(task.FineTuningSettings):
-    """The `run_classifier` flags."""
-
-    task_name: str
-    data_dir: str | None = None
-    train_file: str | None = None
-    dev_file: str | None = None
-    test_file: str | None = None
-    labels: tuple | None = None
 
 
 def evaluate(labels, predictions, names):
@@ -53,11 +40,12 @@ class ClassifierTask(task.FineTuningTask):
     """GLUE or CSV/JSONL classification (regression when the task has no label set)."""
 
     name = "run_classifier"
+    read_splits = staticmethod(task_data.classifier_splits)
 
-    def __init__(self, settings: ClassifierSettings):
+    def __init__(self, settings: ClassifierSettings, data: task_data.TaskData | None = None):
         self.task_name = settings.task_name.lower()
         self._prediction_inputs = {}  # split → its batches without labels, built once (_predictions)
-        super().__init__(settings)
+        super().__init__(settings, data)
 
     @property
     def regression(self):
@@ -85,30 +73,6 @@ class ClassifierTask(task.FineTuningTask):
         return AlbertClassifier.from_model_dir(
             s.model_dir, num_classes=len(self.labels), labels=self.labels, **arguments
         )
-
-    def _read(self):
-        """The splits asked for; sets self.labels (None for regression)."""
-        s = self.settings
-        if self.task_name in glue.TASKS:
-            if not s.data_dir:
-                raise ValueError(f"--data_dir is required for the GLUE task {self.task_name}")
-            self.labels = glue.TASKS[self.task_name].labels
-            wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
-            splits = [split for split, on in wanted.items() if on]
-            return {split: glue.read_glue(s.data_dir, self.task_name, split, s.errors) for split in splits}
-        if self.task_name != "text":
-            raise ValueError(
-                f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {self.task_name!r}"
-            )
-        files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
-        labels, splits = s.labels, {}
-        for split, path in files.items():
-            if path and split == "test" and s.do_predict:
-                splits[split], _ = glue.read_text_classification(path, labels, label=None, errors=s.errors)
-            elif path and split != "test":
-                splits[split], labels = glue.read_text_classification(path, labels, errors=s.errors)
-        self.labels = labels
-        return splits
 
     def _dataset(self, split, is_training=False, start=None):
         s = self.settings
@@ -146,5 +110,6 @@ def _features_only(features, label):
     return features
 
 
-def run(settings: ClassifierSettings, task_class=ClassifierTask):
-    return task.run(settings, task_class)
+def run(settings: ClassifierSettings, data: task_data.TaskData | None = None):
+    """data: what task_data.read read (None: read it now)."""
+    return task.run(settings, ClassifierTask, data)

@@ -1,14 +1,20 @@
 """The flags every fine-tuning entry point takes (run_classifier, run_race, run_squad), and their `main`.
 
-Each entry point defines its task's own flags next to these, then calls `main(settings_class, run)`: the
-flags named like the settings' fields become the settings, and bad input (a data file, a flag value) ends
-the run with one line naming the entry point and the problem.
+Each entry point defines its task's own flags next to these, then calls `main(settings_class, read_splits,
+run)`: the flags named like the settings' fields become the settings; the model directory is checked and
+the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts; then `run(settings, data)`
+trains. Bad input (a data file, a flag value) ends the run with one line naming the entry point and the
+problem.
 """
 
 import dataclasses
 import sys
 
 from absl import flags, logging
+
+from albert_tf import tf_startup
+from albert_tf.finetuning import task_data
+from albert_tf.finetuning.glue import DataError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -66,20 +72,24 @@ flags.DEFINE_enum(
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 
 
-def main(settings_class, run, convert=None):
-    """Builds settings_class from the flags of its fields and runs `run(settings)`; 1 on bad input.
+def main(settings_class, read_splits, run, convert=None):
+    """Builds settings_class from the flags of its fields, reads the data with task_data.read(settings,
+    read_splits), starts TensorFlow and runs `run(settings, data)`; 1 on bad input.
 
     Args:
+      run: imports the task's module (TensorFlow) when called, so that nothing starts TensorFlow before the
+        data is read.
       convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
     """
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines (one per all-reduce) would drown ours.
-    from albert_tf.finetuning.glue import DataError
-
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}
     for name, function in (convert or {}).items():
         values[name] = function(values[name])
     try:
-        run(settings_class(**values))
+        settings = settings_class(**values)
+        data = task_data.read(settings, read_splits)
+        tf_startup.import_tensorflow_quietly()
+        run(settings, data)
     except (DataError, ValueError, FileNotFoundError) as error:
         print(f"{sys.argv[0].rsplit('/', 1)[-1].removesuffix('.py')}: error: {error}", file=sys.stderr)
         return 1

@@ -15,8 +15,6 @@ import json
 import logging
 
 from albert_tf import file_io
-from albert_tf.text import batches
-from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,10 +217,14 @@ def classification_dataset(
     `text.batches.text_dataset` makes them: in-graph tokenization, each batch padded to its longest example
     rounded up to a multiple of `pad_to_multiple` (None: to seq_length). Labels: int32 class index, or
     float32 for regression. Text is lowercased before SentencePiece unless do_lower_case is False (a cased
-    model: model_dir.do_lower_case). is_training, seed, start: as text_dataset's.
+    model: model_files.do_lower_case). is_training, seed, start: as text_dataset's.
     """
     if not examples:
         raise DataError("no examples")
+    # TensorFlow is imported here, not with the module: the commands read and check files before it starts.
+    from albert_tf.text import batches
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
     pair = examples[0].text_b is not None
     labels = None if examples[0].label is None else [example.label for example in examples]
     return batches.text_dataset(

@@ -6,7 +6,7 @@ directory gets the best evaluation's model (task_model.keras), eval_results.json
 do_predict, test_results.tsv (the predicted letters).
 """
 
-from albert_tf.finetuning import classifier, race, task
+from albert_tf.finetuning import classifier, race, task, task_data
 from albert_tf.models import AlbertMultipleChoice
 
 
@@ -15,14 +15,7 @@ class RaceTask(classifier.ClassifierTask):
 
     name = "run_race"
 
-    def _read(self):
-        s = self.settings
-        if not s.data_dir:
-            raise ValueError("--data_dir is required: the RACE folder with train/, dev/ and test/")
-        self.labels = tuple(race.LETTERS)
-        wanted = {"train": s.do_train, "dev": s.do_eval, "test": s.do_predict}
-        splits = [split for split, on in wanted.items() if on]
-        return {split: race.read_race(s.data_dir, split, errors=s.errors) for split in splits}
+    read_splits = staticmethod(task_data.race_splits)
 
     def _build_model(self):
         s = self.settings
@@ -40,5 +33,6 @@ class RaceTask(classifier.ClassifierTask):
         )  # fmt: skip
 
 
-def run(settings):
-    return task.run(settings, RaceTask)
+def run(settings, data: task_data.TaskData | None = None):
+    """data: what task_data.read read (None: read it now)."""
+    return task.run(settings, RaceTask, data)

@@ -13,8 +13,6 @@ import os
 
 from albert_tf import file_io
 from albert_tf.finetuning.glue import DataError, read_task_text
-from albert_tf.text import batches
-from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
 LETTERS = "ABCD"
 
@@ -89,6 +87,10 @@ def multiple_choice_dataset(
     """
     if not examples:
         raise DataError("no examples")
+    # TensorFlow is imported here, not with the module: the commands read and check files before it starts.
+    from albert_tf.text import batches
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
     labels = None if examples[0].label is None else [e.label for e in examples]
     return batches.choice_dataset(
         [e.article for e in examples], [e.choices for e in examples], labels,

@@ -12,30 +12,15 @@ do_predict predictions.json (question id → answer text, "" for no answer) plus
 (question id → the probability of no answer, for the official evaluate-v2.0.py --na-prob-file).
 """
 
-import dataclasses
 import json
 
 import keras
 
-from albert_tf.finetuning import metrics, squad, task
-from albert_tf.finetuning.glue import DataError
+from albert_tf.finetuning import metrics, squad, task, task_data
+from albert_tf.finetuning.settings import SquadSettings
 from albert_tf.models import AlbertSpanLabeler
 from albert_tf.text import span_decoding
 from albert_tf.text.tokenizer import AlbertTokenizer
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadSettings(task.FineTuningSettings):
-    """The `run_squad` flags."""
-
-    train_file: str | None = None
-    predict_file: str | None = None
-    version_2_with_negative: bool = False
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_threshold: float = 0.0
 
 
 class SquadTask(task.FineTuningTask):
@@ -44,45 +29,21 @@ class SquadTask(task.FineTuningTask):
     name = "run_squad"
     metric_names = ("f1", "exact_match")
 
-    def _read(self):
-        """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)} as the settings ask."""
+    read_splits = staticmethod(task_data.squad_splits)
+
+    def _prepare(self, splits):
+        """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)}: the questions' windows."""
         s = self.settings
         tokenizer = AlbertTokenizer(self.spm, do_lower_case=self.do_lower_case)
         windows = {"seq_length": s.max_seq_length, "doc_stride": s.doc_stride,
                    "max_query_length": s.max_query_length}  # fmt: skip
-        splits = {}
-        if s.do_train:
-            if not s.train_file:
-                raise ValueError("--train_file is required with --do_train")
-            splits["train"] = squad.squad_features(self._examples(s.train_file, True), tokenizer, **windows)
-        if s.do_eval or s.do_predict:
-            if not s.predict_file:
-                raise ValueError("--predict_file is required with --do_eval or --do_predict")
-            examples = self._examples(s.predict_file, labelled=s.do_eval)
-            predicted = (examples, squad.squad_features(examples, tokenizer, **windows))
-            for split, wanted in (("dev", s.do_eval), ("test", s.do_predict)):
-                if wanted:
-                    splits[split] = predicted
-        return splits
-
-    def _examples(self, path, labelled):
-        """The questions of a file; labelled: each must have answers or be unanswerable (v2.0)."""
-        examples = squad.read_squad(path, self.settings.errors)
-        if not examples:
-            raise DataError(f"{path}: no questions")
-        impossible = [e.qas_id for e in examples if e.is_impossible]
-        if impossible and not self.settings.version_2_with_negative:
-            raise DataError(
-                f"{path}: {len(impossible)} unanswerable question(s) (e.g. {impossible[0]}): "
-                "SQuAD v2.0 data needs --version_2_with_negative"
-            )
-        unlabelled = [e.qas_id for e in examples if not e.answers and not e.is_impossible]
-        if labelled and unlabelled:
-            raise DataError(
-                f"{path}: {len(unlabelled)} question(s) without answers (e.g. {unlabelled[0]}) "
-                "to train or evaluate on"
-            )
-        return examples
+        prepared, features = {}, {}  # dev and test are one list of questions: windowed once
+        for split, examples in splits.items():
+            if id(examples) not in features:
+                features[id(examples)] = squad.squad_features(examples, tokenizer, **windows)
+            windowed = features[id(examples)]
+            prepared[split] = windowed if split == "train" else (examples, windowed)
+        return prepared
 
     def _build_model(self):
         s = self.settings
@@ -148,5 +109,6 @@ class SquadTask(task.FineTuningTask):
                 self.write(name, json.dumps(values, indent=2, ensure_ascii=False) + "\n")
 
 
-def run(settings: SquadSettings):
-    return task.run(settings, SquadTask)
+def run(settings: SquadSettings, data: task_data.TaskData | None = None):
+    """data: what task_data.read read (None: read it now)."""
+    return task.run(settings, SquadTask, data)

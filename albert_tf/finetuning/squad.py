@@ -22,12 +22,8 @@ import json
 import logging
 
 import numpy as np
-import tensorflow as tf
 
 from albert_tf.finetuning.glue import DataError, read_task_text
-from albert_tf.input_options import without_autotuning
-from albert_tf.text import span_decoding
-from albert_tf.text.batches import repeat_from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +160,9 @@ class SpanFeatures:
 
 def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64):
     """SpanFeatures of examples: one window or more per example."""
+    # TensorFlow is imported here, not with the module: the commands read and check files before it starts.
+    from albert_tf.text import span_decoding
+
     span_decoding.check_window_settings(seq_length, doc_stride, max_query_length)
     query_room = seq_length - 3 - 1  # at least one context token per window
     rows = {name: [] for name in ("ids", "types", "length", "start", "end", "example", "spans", "max")}
@@ -261,6 +260,11 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
     """
     if not len(features):
         raise DataError("no SQuAD features")
+    import tensorflow as tf  # not with the module (squad_features says why)
+
+    from albert_tf.input_options import without_autotuning
+    from albert_tf.text.batches import repeat_from
+
     inputs = features.inputs
     if is_training:
         targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
@@ -289,6 +293,8 @@ def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=
       best window's answerable logit, what the official v2.0 script reads with --na-prob-file; None without
       answerable_logits).
     """
+    from albert_tf.text import span_decoding  # not with the module (squad_features says why)
+
     best = span_decoding.best_spans(
         outputs["start_logits"], outputs["end_logits"], features.char_spans[..., 0],
         features.char_spans[..., 1], features.max_context, features.example_index, len(examples),

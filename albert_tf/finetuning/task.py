@@ -1,8 +1,9 @@
-"""What every fine-tuning entry point shares (run_classifier, run_race, run_squad): its settings, the task
-the training engine trains (albert_tf/training/engine.py), and `run`.
+"""What every fine-tuning entry point shares (run_classifier, run_race, run_squad): the task the training
+engine trains (albert_tf/training/engine.py), and `run`.
 
-A task subclasses `FineTuningTask` and says how to read its data (`_read`), build its model (`_build_model`),
-make batches (`_dataset`), what loss to train (`_example_losses`), how to score the dev split (`_evaluate`,
+A task subclasses `FineTuningTask` and says which reader of task_data.py reads its data (`read_splits`),
+what it makes of the examples (`_prepare`), how to build its model (`_build_model`), make batches
+(`_dataset`), what loss to train (`_example_losses`), how to score the dev split (`_evaluate`,
 `metric_names`) and what to predict (`predict`). The training: the original's AdamW (no bias correction,
 weight decay 0.01, clipping 1.0) with warmup + linear decay; an evaluation every `save_checkpoints_steps`,
 when a checkpoint is saved; the best evaluation's weights kept and restored at the end. In `output_dir`: a
@@ -17,50 +18,20 @@ them. Only the chief writes the run's outputs. Evaluation is `model.predict`, wh
 in order on every strategy.
 """
 
-import dataclasses
 import json
 
 import keras
 import tensorflow as tf
 
 from albert_tf import file_io
+from albert_tf.finetuning import task_data
+from albert_tf.finetuning.settings import FineTuningSettings
 from albert_tf.models import model_dir
-from albert_tf.text.tokenizer import check_fits_vocabulary
 from albert_tf.training import distribution
 from albert_tf.training.engine import Engine, EngineSettings, Task, check_batch
 from albert_tf.training.optimizers import AdamWeightDecay
 from albert_tf.training.run_log import RunLog
 from albert_tf.training.schedules import WarmupPolynomialDecay
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FineTuningSettings:
-    """The flags every fine-tuning entry point takes."""
-
-    model_dir: str
-    output_dir: str
-    max_seq_length: int = 128
-    train_batch_size: int = 32
-    eval_batch_size: int = 64
-    learning_rate: float = 2e-5
-    train_step: int = 1000
-    warmup_step: int = 100
-    save_checkpoints_steps: int = 200
-    keep_checkpoint_max: int = 2
-    gradient_accumulation_steps: int = 1
-    remat: bool = False
-    rollback_on_collapse: bool = False
-    rollback_learning_rate_factor: float = 0.5
-    dropout_rate: float = 0.1
-    do_train: bool = True
-    do_eval: bool = True
-    do_predict: bool = False
-    strategy: str = "default"
-    tpu: str | None = None
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    seed: int = 12345
-    errors: str = "strict"
 
 
 def engine_settings(settings: FineTuningSettings) -> EngineSettings:
@@ -83,7 +54,10 @@ class FineTuningTask(Task):
 
     name = "fine-tuning"  # the entry point, in progress lines
 
-    def __init__(self, settings: FineTuningSettings):
+    read_splits = None  # task_data's reader of the task's splits
+
+    def __init__(self, settings: FineTuningSettings, data: task_data.TaskData | None = None):
+        """data: what task_data.read read (None: read it now, after the strategy is made)."""
         self.settings = s = settings
         # First: multi-worker collectives must be configured before TensorFlow runs any op.
         self.strategy = distribution.create_strategy(s.strategy, s.tpu)
@@ -91,18 +65,9 @@ class FineTuningTask(Task):
         check_batch(engine_settings(s), self.strategy)
         keras.utils.set_random_seed(s.seed)
         distribution.set_precision(s.mixed_precision)
-        self.spm = model_dir.spm_model_file(s.model_dir)
-        if not self.spm:
-            raise FileNotFoundError(f"{s.model_dir} has no spm.model")
-        self.do_lower_case = model_dir.do_lower_case(s.model_dir)  # a cased model's text keeps its case
-        config = model_dir.load_config(s.model_dir)
-        check_fits_vocabulary(self.spm, config.vocab_size, file_io.join(s.model_dir, model_dir.CONFIG_FILE))
-        positions = config.max_position_embeddings
-        if s.max_seq_length > positions:
-            raise ValueError(
-                f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
-            )
-        self.splits = self._read()
+        data = data or task_data.read(s, self.read_splits)
+        self.spm, self.do_lower_case, self.labels = data.spm, data.do_lower_case, data.labels
+        self.splits = self._prepare(data.splits)
         with self.strategy.scope():
             self.model = self._build_model()
             self.model.encoder.remat = s.remat
@@ -146,9 +111,9 @@ class FineTuningTask(Task):
 
     # What a task says -------------------------------------------------------------------------------------
 
-    def _read(self):
-        """{split name: data} for the splits the settings ask for ("train", "dev", "test")."""
-        raise NotImplementedError
+    def _prepare(self, splits):
+        """{split name: what `_dataset` makes batches of}, from the examples read (TaskData.splits)."""
+        return splits
 
     def _build_model(self):
         raise NotImplementedError
@@ -187,12 +152,13 @@ class FineTuningTask(Task):
         model_dir.save_task_model(self.model, directory)
 
 
-def run(settings: FineTuningSettings, task_class):
+def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | None = None):
     """Trains (do_train), evaluates (do_eval: eval_results.json) and predicts (do_predict).
 
-    Every process of a multi-worker run calls it; only the chief writes.
+    data: what task_data.read read (None: read it now). Every process of a multi-worker run calls it; only
+    the chief writes.
     """
-    task = task_class(settings)
+    task = task_class(settings, data)
     log = RunLog(task.name, settings.output_dir, task.chief)
     engine = Engine(task, engine_settings(settings), task.strategy, log)
     best = None

@@ -1,4 +1,5 @@
-"""ALBERT models: the encoder, the models that put heads on it, and model directories (keras and keras.ops).
+"""ALBERT models: the encoder, the models that put heads on it, and loading and saving them in model
+directories (keras and keras.ops; the directories' files: albert_tf.model_files).
 
 May import: layers and the top-level modules (config, file_io); text only inside the task models' fit,
 evaluate and predict when they are given raw strings (tokenization runs in tf.data), so the models themselves

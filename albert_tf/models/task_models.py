@@ -18,7 +18,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from albert_tf import file_io
+from albert_tf import file_io, model_files
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.models import model_dir
 from albert_tf.models.encoder import AlbertEncoder
@@ -230,14 +230,14 @@ class _TaskModel(HeadModel):
         encoder gets freshly initialized heads, and preprocessing of max_seq_length tokens and text_pair
         (None: not known yet) and the directory's casing.
         """
-        if not model_dir.has_task_model(directory):
+        if not model_files.has_task_model(directory):
             preprocessing = Preprocessing(
                 max_seq_length=max_seq_length,
                 text_pair=text_pair,
-                do_lower_case=model_dir.do_lower_case(directory),
+                do_lower_case=model_files.do_lower_case(directory),
             )
             encoder = model_dir.load_encoder(directory, dtype=dtype)
-            spm = model_dir.spm_model_file(directory)
+            spm = model_files.spm_model_file(directory)
             model = cls(encoder, preprocessing=preprocessing, spm_model=spm, **head_arguments)
             model._check_length()
             return model
@@ -250,9 +250,9 @@ class _TaskModel(HeadModel):
                     f"{directory} holds an {cls.__name__} with {name}={getattr(model, name)}, "
                     f"not {head_arguments[name]}"
                 )
-        if model.spm_model is None and model_dir.spm_model_file(directory):  # saved without one
-            model.spm_model = file_io.read_bytes(model_dir.spm_model_file(directory))
-        known = model.preprocessing or Preprocessing(do_lower_case=model_dir.do_lower_case(directory))
+        if model.spm_model is None and model_files.spm_model_file(directory):  # saved without one
+            model.spm_model = file_io.read_bytes(model_files.spm_model_file(directory))
+        known = model.preprocessing or Preprocessing(do_lower_case=model_files.do_lower_case(directory))
         model.preprocessing = known.agreeing(
             directory, changeable=("max_seq_length",), max_seq_length=max_seq_length, text_pair=text_pair
         )
@@ -321,7 +321,7 @@ class AlbertClassifier(_TaskModel):
     def from_model_dir(cls, directory, dtype=None, labels=None, **head_arguments):
         """As `_TaskModel.from_model_dir`; a fine-tuned classifier keeps its labels, and must have these
         labels when it has any (a model fine-tuned before it kept them adopts these)."""
-        if not model_dir.has_task_model(directory):
+        if not model_files.has_task_model(directory):
             return super().from_model_dir(directory, dtype=dtype, labels=labels, **head_arguments)
         model = super().from_model_dir(directory, dtype=dtype, **head_arguments)
         labels = None if labels is None else tuple(str(label) for label in labels)

@@ -26,7 +26,7 @@ import json
 import keras
 import tensorflow as tf
 
-from albert_tf import file_io
+from albert_tf import file_io, model_files
 from albert_tf.config import AlbertConfig
 from albert_tf.models import model_dir
 from albert_tf.pretraining.input import PretrainingInput
@@ -155,7 +155,7 @@ def build(settings: PretrainingSettings, restore=True) -> PretrainingRun:
             f"nothing to evaluate: no checkpoint in {engine.manager.directory} and no --init_checkpoint"
         )
     if s.init_checkpoint and not spm_model:
-        spm_model = model_dir.spm_model_file(s.init_checkpoint)
+        spm_model = model_files.spm_model_file(s.init_checkpoint)
     if spm_model:  # before the first step: an id past the embedding table fails mid-graph, or reads zeros
         check_fits_vocabulary(spm_model, config.vocab_size, s.albert_config_file)
     start = int(engine.batches.numpy())
@@ -208,7 +208,7 @@ def _write_outputs(run_, results):
             run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.engine.step,
             do_lower_case=run_.inputs.do_lower_case,
         )  # fmt: skip
-        log.line(f"model directory: {s.output_dir} ({', '.join(model_dir.files(s.output_dir))})")
+        log.line(f"model directory: {s.output_dir} ({', '.join(model_files.files(s.output_dir))})")
     if results is not None:
         path = file_io.join(s.output_dir, EVAL_RESULTS_FILE)
         _write_results(path, results)

@@ -403,7 +403,7 @@ def export_saved_model(
       pair: serving_default takes text and text_b (always for span and multiple_choice). Encoder and
         pretraining: default False.
       do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
-        from the model directory: model_dir.do_lower_case). Default True.
+        from the model directory: model_files.do_lower_case). Default True.
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
       span_settings: span_decoding.SpanSettings (windows and answer choice; default: the span model's own,
         the model's sequence length).

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
+from albert_tf import model_files
 from albert_tf.checkpoints import convert
 from albert_tf.models import model_dir
 from tests.models.test_goldens import GOLDENS, load_golden, pretrainer_outputs
@@ -101,9 +102,9 @@ def test_tf1_keeps_the_global_step_skips_optimizer_state_and_reports_unknown_var
     assert "bert/unknown" in text and "adam" not in text and "global_step" not in text  # adam_m, adam_v
     assert notes["hf_single_group"] == []
     # The release's step is the model directory's; a Hugging Face directory has none.
-    assert model_dir.global_step(base / "tf1_single_group") == 1000
-    assert model_dir.global_step(base / "hf_single_group") is None
-    assert not (base / "hf_single_group" / model_dir.STEP_FILE).exists()
+    assert model_files.global_step(base / "tf1_single_group") == 1000
+    assert model_files.global_step(base / "hf_single_group") is None
+    assert not (base / "hf_single_group" / model_files.STEP_FILE).exists()
 
 
 @pytest.mark.parametrize("name", GOLDENS)
@@ -186,7 +187,7 @@ def test_command_line_converts_a_release(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "wrote the model directory" in result.stderr
-    assert model_dir.load_config(str(tmp_path / "out")).num_hidden_groups == 2
+    assert model_files.load_config(str(tmp_path / "out")).num_hidden_groups == 2
 
 
 if __name__ == "__main__":

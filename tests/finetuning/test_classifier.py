@@ -10,7 +10,7 @@ import keras
 import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
-from tests.helpers import tiny_config
+from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
@@ -43,9 +43,10 @@ def setup(tmp_path_factory):
     return base
 
 
-def run(setup, output, *extra):
+def run(setup, output, *extra, python=()):
+    """run_classifier on the SST-2 folder; python: options of the interpreter."""
     return subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
+        [sys.executable, *python, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
          f"--data_dir={setup / 'SST-2'}", f"--model_dir={setup / 'model'}", f"--output_dir={output}",
          "--max_seq_length=16",
          "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=0.0005", "--train_step=120",
@@ -72,18 +73,20 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert evaluated == {"accuracy": results["accuracy"], "global_step": 0}
 
 
-def test_bad_label_names_file_and_line(setup, tmp_path):
+def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):
     folder = tmp_path / "SST-2"
     folder.mkdir()
     (folder / "train.tsv").write_text("sentence\tlabel\nfine\t1\nodd\tpositive\n", encoding="utf-8")
     (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={folder}",
-         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16"],
+        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
+         f"--data_dir={folder}", f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}",
+         "--max_seq_length=16"],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 1
     assert "train.tsv:3: label 'positive' is not one of 0, 1" in result.stderr
+    assert not imported_tensorflow(result.stderr)
 
 
 @pytest.mark.slow
@@ -108,10 +111,11 @@ def test_task_data_that_is_not_utf8_is_named_by_the_command_or_read_with_errors_
     assert (tmp_path / "replace" / "eval_results.json").is_file()
 
 
-def test_sequence_longer_than_the_model_is_refused(setup, tmp_path):
-    result = run(setup, tmp_path / "out", "--max_seq_length=17")
+def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setup, tmp_path):
+    result = run(setup, tmp_path / "out", "--max_seq_length=17", python=IMPORT_TIMES)
     assert result.returncode == 1
     assert "--max_seq_length=17 exceeds the model's max_position_embeddings=16" in result.stderr
+    assert not imported_tensorflow(result.stderr)
 
 
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line_before_training(setup, tmp_path):

@@ -24,6 +24,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.finetuning import classifier, multiple_choice, span
+from albert_tf.finetuning.settings import ClassifierSettings, SquadSettings
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.finetuning.test_span import squad_json
 from tests.helpers import (
@@ -111,11 +112,11 @@ def classifier_settings(data, output_dir, **changes):
         learning_rate=0.004, train_step=6, warmup_step=2, save_checkpoints_steps=3, dropout_rate=0.0,
     )  # fmt: skip
     values.update(changes)
-    return classifier.ClassifierSettings(**values)
+    return ClassifierSettings(**values)
 
 
 def squad_settings(data, output_dir):
-    return span.SquadSettings(
+    return SquadSettings(
         model_dir=str(data / "squad-model"), output_dir=str(output_dir),
         train_file=str(data / "squad-train.json"), predict_file=str(data / "squad-dev.json"),
         max_seq_length=64, doc_stride=24, max_query_length=8, train_batch_size=8, eval_batch_size=12,
@@ -125,7 +126,7 @@ def squad_settings(data, output_dir):
 
 
 def race_settings(data, output_dir):
-    return classifier.ClassifierSettings(
+    return ClassifierSettings(
         task_name="race", data_dir=str(data / "RACE"), model_dir=str(data / "model"),
         output_dir=str(output_dir), max_seq_length=16, train_batch_size=4, eval_batch_size=6,
         learning_rate=0.0002, train_step=6, warmup_step=2, save_checkpoints_steps=3, dropout_rate=0.0,

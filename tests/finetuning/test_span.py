@@ -11,7 +11,7 @@ import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, AlbertSpanLabeler, model_dir
 from albert_tf.serving.servable import Servable
-from tests.helpers import tiny_config
+from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
@@ -66,9 +66,10 @@ def setup(tmp_path_factory):
     return base
 
 
-def run_squad(setup, output, version, *extra):
+def run_squad(setup, output, version, *extra, python=()):
+    """run_squad on the version's files; python: options of the interpreter."""
     return subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_squad", f"--model_dir={setup / 'model'}",
+        [sys.executable, *python, "-m", "albert_tf.run_squad", f"--model_dir={setup / 'model'}",
          f"--output_dir={output}",
          f"--train_file={setup / f'train-{version}.json'}", f"--predict_file={setup / f'dev-{version}.json'}",
          "--max_seq_length=64", "--doc_stride=24", "--max_query_length=8", "--train_batch_size=16",
@@ -144,7 +145,8 @@ def test_v2_decides_answerability(setup, tmp_path):
     assert "" in answers and set(answers) & set(COLOURS)
 
 
-def test_v2_data_needs_the_v2_flag(setup, tmp_path):
-    result = run_squad(setup, tmp_path / "out", "v2.0", "--train_step=1")
+def test_v2_data_needs_the_v2_flag_before_tensorflow_starts(setup, tmp_path):
+    result = run_squad(setup, tmp_path / "out", "v2.0", "--train_step=1", python=IMPORT_TIMES)
     assert result.returncode == 1
     assert "train-v2.0.json" in result.stderr and "--version_2_with_negative" in result.stderr
+    assert not imported_tensorflow(result.stderr)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from albert_tf import model_files
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
 
@@ -21,7 +22,7 @@ def test_round_trip_gives_the_same_outputs(tmp_path):
         "spm.model",
         "tokenizer.json",
     ]
-    assert model_dir.do_lower_case(tmp_path) is True
+    assert model_files.do_lower_case(tmp_path) is True
     loaded = model_dir.load_pretrainer(str(tmp_path))
     got = loaded(features)
     for name in ("mlm_logits", "sop_logits"):
@@ -30,7 +31,7 @@ def test_round_trip_gives_the_same_outputs(tmp_path):
     pooled = encoder({name: features[name] for name in ENCODER_INPUTS})["pooled_output"]
     reference = pretrainer.encoder({name: features[name] for name in ENCODER_INPUTS})["pooled_output"]
     np.testing.assert_array_equal(np.asarray(pooled), np.asarray(reference))
-    assert model_dir.spm_model_file(str(tmp_path)).endswith("spm.model")
+    assert model_files.spm_model_file(str(tmp_path)).endswith("spm.model")
 
 
 def test_a_folder_without_a_model_is_named(tmp_path):
@@ -43,20 +44,20 @@ def test_a_folder_without_a_model_is_named(tmp_path):
 def test_the_step_is_kept_replaced_and_a_bad_step_file_is_named(tmp_path):
     pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
     model_dir.save_model_dir(pretrainer, tmp_path, step=300)
-    assert model_dir.global_step(tmp_path) == 300
+    assert model_files.global_step(tmp_path) == 300
     model_dir.save_model_dir(pretrainer, tmp_path)  # weights of no known step: the old step must not stay
-    assert model_dir.global_step(tmp_path) is None and not (tmp_path / model_dir.STEP_FILE).exists()
-    (tmp_path / model_dir.STEP_FILE).write_text('{"global_step": "300"}')
+    assert model_files.global_step(tmp_path) is None and not (tmp_path / model_files.STEP_FILE).exists()
+    (tmp_path / model_files.STEP_FILE).write_text('{"global_step": "300"}')
     with pytest.raises(ValueError, match=r"global_step\.json: expected \{\"global_step\": N\}"):
-        model_dir.global_step(tmp_path)
+        model_files.global_step(tmp_path)
 
 
 def test_the_casing_is_kept_and_a_bad_tokenizer_file_is_named(tmp_path):
     pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
     model_dir.save_model_dir(pretrainer, tmp_path, do_lower_case=False)
-    assert model_dir.do_lower_case(tmp_path) is False
-    (tmp_path / model_dir.TOKENIZER_FILE).unlink()
-    assert model_dir.do_lower_case(tmp_path) is True  # directories written before the file: uncased
-    (tmp_path / model_dir.TOKENIZER_FILE).write_text('{"do_lower_case": "no"}')
+    assert model_files.do_lower_case(tmp_path) is False
+    (tmp_path / model_files.TOKENIZER_FILE).unlink()
+    assert model_files.do_lower_case(tmp_path) is True  # directories written before the file: uncased
+    (tmp_path / model_files.TOKENIZER_FILE).write_text('{"do_lower_case": "no"}')
     with pytest.raises(ValueError, match=r'tokenizer\.json: expected \{"do_lower_case": true\} or'):
-        model_dir.do_lower_case(tmp_path)
+        model_files.do_lower_case(tmp_path)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import features
+from albert_tf import features, model_files
 from albert_tf.checkpoints import convert, tf1_variables
 from albert_tf.models import model_dir
 from albert_tf.pretraining import dataset, losses
@@ -141,7 +141,7 @@ def flags_of(run_settings):
 def weights(directory):
     """name → array of a model directory's weights file."""
     arrays = {}
-    with h5py.File(os.path.join(directory, model_dir.WEIGHTS_FILE), "r") as file:
+    with h5py.File(os.path.join(directory, model_files.WEIGHTS_FILE), "r") as file:
         file.visititems(
             lambda name, item: arrays.__setitem__(name, item[()]) if hasattr(item, "shape") else None
         )
@@ -330,7 +330,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path
     run_settings = settings(data, tmp_path, optimizer="adamw", learning_rate=1e30, num_warmup_steps=0)
     with pytest.raises(TrainingError, match=r"not finite at step \d+.*Last good checkpoint: none"):
         run(run_settings)
-    assert not (tmp_path / model_dir.WEIGHTS_FILE).exists()
+    assert not (tmp_path / model_files.WEIGHTS_FILE).exists()
 
 
 def write_tf1_release(pretrainer, folder):
@@ -404,10 +404,10 @@ def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_chec
     # directory (global_step.json), a training checkpoint, and a Hugging Face directory (no step: null).
     again = run(settings(data, tmp_path / "run", do_train=False))
     assert again == pytest.approx(results) and results["global_step"] == 6
-    assert model_dir.global_step(tmp_path / "run") == 6
+    assert model_files.global_step(tmp_path / "run") == 6
     from_dir = run(settings(data, tmp_path / "eval", do_train=False, init_checkpoint=str(tmp_path / "run")))
     assert from_dir == pytest.approx(results)
-    assert not (tmp_path / "eval" / model_dir.WEIGHTS_FILE).exists()  # evaluation writes no model
+    assert not (tmp_path / "eval" / model_files.WEIGHTS_FILE).exists()  # evaluation writes no model
     assert json.loads((tmp_path / "eval" / "eval_results.json").read_text()) == pytest.approx(from_dir)
     earlier = str(tmp_path / "run" / "checkpoints" / "ckpt-3")
     from_checkpoint = run(settings(data, tmp_path / "ckpt", do_train=False, init_checkpoint=earlier))
@@ -475,7 +475,7 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
     interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
     command = [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted]
     kill_once_saved(command, tmp_path / "killed" / "checkpoints", 8, cwd=ROOT)
-    assert not (tmp_path / "killed" / model_dir.WEIGHTS_FILE).exists(), "the run ended before it was killed"
+    assert not (tmp_path / "killed" / model_files.WEIGHTS_FILE).exists(), "the run ended before it was killed"
     resumed = run_module(interrupted)
     steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]
     assert len(steps) == 1 and 8 <= steps[0] < 200, resumed.stderr[-2000:]

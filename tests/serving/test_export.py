@@ -28,7 +28,9 @@ from google.protobuf import text_format
 from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
+from albert_tf import model_files
 from albert_tf.finetuning import classifier, squad
+from albert_tf.finetuning.settings import ClassifierSettings
 from albert_tf.models import (
     AlbertClassifier,
     AlbertEncoder,
@@ -1080,7 +1082,7 @@ def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(tm
     for index, (first, second) in enumerate(zip(lines[:16], lines[16:], strict=True)):
         rows.append(f"{index}\t{first}\t{second}\t{('entailment', 'not_entailment')[index % 2]}")
     (data / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    settings = classifier.ClassifierSettings(
+    settings = ClassifierSettings(
         task_name="rte", data_dir=str(data), model_dir=str(tmp_path / "model"),
         output_dir=str(tmp_path / "tuned"), max_seq_length=SEQ, train_batch_size=8, train_step=2,
         warmup_step=1, save_checkpoints_steps=2, do_eval=False,
@@ -1212,7 +1214,7 @@ def test_a_cased_model_directory_exports_and_serves_cased_ids(exports, tmp_path)
     cased, fine_tuned = tmp_path / "cased", tmp_path / "fine_tuned"
     model_dir.save_model_dir(models["pretraining"], cased, spm_model=SPM, do_lower_case=False)
     model_dir.copy_config_and_spm(cased, fine_tuned)
-    assert not model_dir.do_lower_case(fine_tuned) and model_dir.do_lower_case(base / "model")
+    assert not model_files.do_lower_case(fine_tuned) and model_files.do_lower_case(base / "model")
     texts = ["Hello World, ALBERT", "hello world, albert"]
     for directory, lower in ((cased, False), (base / "model", True)):
         export_dir = tmp_path / f"served_{directory.name}" / "1"

@@ -1,0 +1,122 @@
+"""What a fine-tuning run reads before TensorFlow starts: the model directory's tokenizer and config, checked
+against the settings, and the task's data, every file the settings ask for read and checked. A mistake in
+either ends the command in well under a second, naming the file, line or flag, before TensorFlow, a
+distribution strategy or a TPU has started.
+
+    data = read(settings, classifier_splits)         # then: classifier.run(settings, data)
+"""
+
+import dataclasses
+
+from albert_tf import file_io, model_files
+from albert_tf.finetuning import glue, race, squad
+from albert_tf.finetuning.glue import DataError
+from albert_tf.text.tokenizer import check_fits_vocabulary
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskData:
+    """A run's data and the model directory's tokenizer.
+
+    spm: the model directory's SentencePiece model; do_lower_case: whether its text is lowercased;
+    splits: {"train" / "dev" / "test": examples}, the splits the settings ask for; labels: the label names in
+    index order (None for regression and SQuAD).
+    """
+
+    spm: str
+    do_lower_case: bool
+    splits: dict
+    labels: tuple | None = None
+
+
+def read(settings, read_splits) -> TaskData:
+    """Checks settings.model_dir against the settings, then reads the splits with
+    `read_splits(settings) -> (splits, labels)`."""
+    s = settings
+    spm = model_files.spm_model_file(s.model_dir)
+    if not spm:
+        raise FileNotFoundError(f"{s.model_dir} has no spm.model")
+    config = model_files.load_config(s.model_dir)
+    check_fits_vocabulary(spm, config.vocab_size, file_io.join(s.model_dir, model_files.CONFIG_FILE))
+    positions = config.max_position_embeddings
+    if s.max_seq_length > positions:
+        raise ValueError(
+            f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
+        )
+    do_lower_case = model_files.do_lower_case(s.model_dir)  # a cased model's text keeps its case
+    splits, labels = read_splits(s)
+    return TaskData(spm, do_lower_case, splits, labels)
+
+
+def _wanted(settings):
+    return [split for split, on in (("train", settings.do_train), ("dev", settings.do_eval),
+                                    ("test", settings.do_predict)) if on]  # fmt: skip
+
+
+def classifier_splits(settings):
+    """GLUE (data_dir) or text (train_file, dev_file, test_file): the splits and the label names (None for
+    regression)."""
+    s = settings
+    task_name = s.task_name.lower()
+    if task_name in glue.TASKS:
+        if not s.data_dir:
+            raise ValueError(f"--data_dir is required for the GLUE task {task_name}")
+        splits = {split: glue.read_glue(s.data_dir, task_name, split, s.errors) for split in _wanted(s)}
+        return splits, glue.TASKS[task_name].labels
+    if task_name != "text":
+        raise ValueError(
+            f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {s.task_name!r}"
+        )
+    files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
+    labels, splits = s.labels, {}
+    for split, path in files.items():
+        if path and split == "test" and s.do_predict:
+            splits[split], _ = glue.read_text_classification(path, labels, label=None, errors=s.errors)
+        elif path and split != "test":
+            splits[split], labels = glue.read_text_classification(path, labels, errors=s.errors)
+    return splits, labels
+
+
+def race_splits(settings):
+    """RACE's splits under data_dir, and the answer letters as labels."""
+    s = settings
+    if not s.data_dir:
+        raise ValueError("--data_dir is required: the RACE folder with train/, dev/ and test/")
+    splits = {split: race.read_race(s.data_dir, split, errors=s.errors) for split in _wanted(s)}
+    return splits, tuple(race.LETTERS)
+
+
+def squad_splits(settings):
+    """The questions of train_file ("train") and predict_file ("dev" and "test", one list); no labels."""
+    s = settings
+    splits = {}
+    if s.do_train:
+        if not s.train_file:
+            raise ValueError("--train_file is required with --do_train")
+        splits["train"] = _squad_examples(s, s.train_file, labelled=True)
+    if s.do_eval or s.do_predict:
+        if not s.predict_file:
+            raise ValueError("--predict_file is required with --do_eval or --do_predict")
+        examples = _squad_examples(s, s.predict_file, labelled=s.do_eval)
+        splits.update({split: examples for split in ("dev", "test") if split in _wanted(s)})
+    return splits, None
+
+
+def _squad_examples(settings, path, labelled):
+    """The questions of a file; labelled: each must have answers or be unanswerable (v2.0)."""
+    examples = squad.read_squad(path, settings.errors)
+    if not examples:
+        raise DataError(f"{path}: no questions")
+    impossible = [e.qas_id for e in examples if e.is_impossible]
+    if impossible and not settings.version_2_with_negative:
+        raise DataError(
+            f"{path}: {len(impossible)} unanswerable question(s) (e.g. {impossible[0]}): "
+            "SQuAD v2.0 data needs --version_2_with_negative"
+        )
+    unlabelled = [e.qas_id for e in examples if not e.answers and not e.is_impossible]
+    if labelled and unlabelled:
+        raise DataError(
+            f"{path}: {len(unlabelled)} question(s) without answers (e.g. {unlabelled[0]}) "
+            "to train or evaluate on"
+        )
+    return examples

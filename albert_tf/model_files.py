@@ -1,0 +1,116 @@
+"""Model directories: the unit every command reads and writes (`--output_dir` of pretraining, `--model_dir`
+of fine-tuning and export), and what reads and writes their files without Keras or TensorFlow, so that a
+command can check a model directory before TensorFlow starts.
+
+A model directory holds
+    albert_config.json        the model's config (original keys),
+    spm.model                 its SentencePiece model (absent when the run had none),
+    tokenizer.json            {"do_lower_case": false} for a cased model: how text becomes ids before
+                              SentencePiece (absent: lowercased, as the released models and directories
+                              written before this file are); fine-tuning and export tokenize by it,
+    pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
+    global_step.json          {"global_step": N}: the step those weights were trained to, when known (written
+                              by pretraining and by conversions of TF1 checkpoints that hold one), so that
+                              an evaluation of the directory reports it,
+    task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any;
+                              fine-tuning writes config, spm.model and this only (the encoder is in it);
+                              the task models' from_model_dir continue from it.
+
+The Keras models in it are loaded and saved by `albert_tf.models.model_dir`.
+
+    >>> model_files.load_config("runs/tiny").hidden_size
+"""
+
+import json
+
+from albert_tf import file_io
+from albert_tf.config import AlbertConfig
+
+CONFIG_FILE = "albert_config.json"
+SPM_FILE = "spm.model"
+WEIGHTS_FILE = "pretrainer.weights.h5"
+TASK_MODEL_FILE = "task_model.keras"
+STEP_FILE = "global_step.json"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+def require(directory, name):
+    """The path of the file `name` of the model directory; FileNotFoundError when it has none."""
+    path = file_io.join(directory, name)
+    if not file_io.exists(path):
+        raise FileNotFoundError(f"{directory} is not a model directory: it has no {name}")
+    return path
+
+
+def is_model_dir(directory):
+    """Whether directory holds a pretrained model directory (config and weights)."""
+    return all(file_io.exists(file_io.join(directory, name)) for name in (CONFIG_FILE, WEIGHTS_FILE))
+
+
+def files(directory):
+    """The model-directory files directory holds, by name."""
+    names = (CONFIG_FILE, SPM_FILE, TOKENIZER_FILE, STEP_FILE, WEIGHTS_FILE, TASK_MODEL_FILE)
+    return [name for name in names if file_io.exists(file_io.join(directory, name))]
+
+
+def has_task_model(directory):
+    """Whether the directory holds a fine-tuned task model."""
+    return file_io.exists(file_io.join(directory, TASK_MODEL_FILE))
+
+
+def load_config(directory) -> AlbertConfig:
+    return AlbertConfig.from_json_file(require(directory, CONFIG_FILE))
+
+
+def spm_model_file(directory):
+    """The directory's SentencePiece model, or None."""
+    path = file_io.join(directory, SPM_FILE)
+    return path if file_io.exists(path) else None
+
+
+def _json_value(directory, name, key, default, valid, expected):
+    """The `key` of the JSON object in directory/name, or default when the file is missing; ValueError
+    naming the file and what was `expected` when valid(value) is false."""
+    path = file_io.join(directory, name)
+    if not file_io.exists(path):
+        return default
+    try:
+        value = json.loads(file_io.read_text(path))[key]
+    except (ValueError, KeyError, TypeError):
+        value = None
+    if not valid(value):
+        raise ValueError(f"{path}: expected {expected}")
+    return value
+
+
+def do_lower_case(directory):
+    """Whether the directory's model takes lowercased text (tokenizer.json; True when it has none)."""
+    return _json_value(
+        directory, TOKENIZER_FILE, "do_lower_case", True, lambda value: isinstance(value, bool),
+        '{"do_lower_case": true} or {"do_lower_case": false}',
+    )  # fmt: skip
+
+
+def write_do_lower_case(directory, lowercased):
+    """Writes tokenizer.json: whether the directory's model takes lowercased text."""
+    path = file_io.join(directory, TOKENIZER_FILE)
+    file_io.write_atomically(path, (json.dumps({"do_lower_case": bool(lowercased)}) + "\n").encode())
+
+
+def global_step(directory):
+    """The step the directory's weights were trained to (global_step.json), or None when it does not say."""
+    return _json_value(
+        directory, STEP_FILE, "global_step", None,
+        lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+        '{"global_step": N} with N a whole number ≥ 0',
+    )  # fmt: skip
+
+
+def write_global_step(directory, step):
+    """Writes global_step.json, or removes it when step is None (unknown: a step written there before
+    would be wrong now)."""
+    path = file_io.join(directory, STEP_FILE)
+    if step is None:
+        file_io.remove(path)
+    else:
+        file_io.write_atomically(path, (json.dumps({"global_step": int(step)}) + "\n").encode())
