@@ -1,6 +1,6 @@
 """Model directories: the unit every command reads and writes (`--output_dir` of pretraining, `--model_dir`
-of fine-tuning and export), and what reads and writes their files without Keras or TensorFlow, so that a
-command can check a model directory before TensorFlow starts.
+of fine-tuning and export), and what reads and writes their files without Keras (or TensorFlow, on a local
+disk), so that a command can check a model directory before TensorFlow starts.
 
 A model directory holds
     albert_config.json        the model's config (original keys),

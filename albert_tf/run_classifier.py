@@ -13,7 +13,7 @@ import sys
 from absl import app, flags
 
 from albert_tf import shipped
-from albert_tf.finetuning import command_line, task_data
+from albert_tf.finetuning import command_line
 from albert_tf.finetuning.settings import ClassifierSettings
 
 FLAGS = flags.FLAGS
@@ -34,10 +34,10 @@ def run(settings, data):
     return classifier.run(settings, data)
 
 
-def main(argv, read_splits=task_data.classifier_splits, run=run):
+def main(argv, command="run_classifier", run=run):
     del argv
     return command_line.main(
-        ClassifierSettings, read_splits, run,
+        ClassifierSettings, command, run,
         convert={"labels": lambda labels: tuple(labels) if labels else None},
     )  # fmt: skip
 

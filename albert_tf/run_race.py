@@ -12,7 +12,6 @@ import sys
 from absl import app, flags
 
 from albert_tf import run_classifier, shipped  # run_classifier defines the flags
-from albert_tf.finetuning import task_data
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("task_name", "race")
@@ -25,7 +24,7 @@ def run(settings, data):
 
 
 def main(argv):
-    return run_classifier.main(argv, read_splits=task_data.race_splits, run=run)
+    return run_classifier.main(argv, command="run_race", run=run)
 
 
 if __name__ == "__main__":

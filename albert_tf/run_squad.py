@@ -15,7 +15,7 @@ import sys
 from absl import app, flags
 
 from albert_tf import shipped
-from albert_tf.finetuning import command_line, task_data
+from albert_tf.finetuning import command_line
 from albert_tf.finetuning.settings import SquadSettings
 
 FLAGS = flags.FLAGS
@@ -41,7 +41,7 @@ def run(settings, data):
 
 def main(argv):
     del argv
-    return command_line.main(SquadSettings, task_data.squad_splits, run)
+    return command_line.main(SquadSettings, "run_squad", run)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ before TensorFlow reads it, tensorflow/tensorflow#100442):
     I0000 ... cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
     E0000 ... cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: ...
 
-each import line twice. `import_tensorflow_quietly()`, the first call of each command's `main`, imports
-TensorFlow and initializes its devices with the process's stderr going to a temporary file, then writes back
-every line but those notices; the two CUDA lines are notices only on a machine without an NVIDIA driver
-(on a GPU machine they say why the GPU is not used). Later C++ messages are filtered by TensorFlow itself at
-`TF_CPP_MIN_LOG_LEVEL=1`, which we set: INFO lines (the CPU-feature notice of cpu_feature_guard.cc among
-them) are dropped, warnings and errors show.
+each import line twice. `import_tensorflow_quietly()`, which each command calls before anything imports
+TensorFlow (the fine-tuning commands once their data is read), imports TensorFlow and initializes its devices
+with the process's stderr going to a temporary file, then writes back every line but those notices; the two
+CUDA lines are notices only on a machine without an NVIDIA driver (on a GPU machine they say why the GPU is
+not used). Later C++ messages are filtered by TensorFlow itself at `TF_CPP_MIN_LOG_LEVEL=1`, which we set:
+INFO lines (the CPU-feature notice of cpu_feature_guard.cc among them) are dropped, warnings and errors show.
 
 Commands do this; importing the library (a notebook, a test) leaves TensorFlow's logging as the user has it,
 unless the notebook calls this first, as the shipped one does. A `TF_CPP_MIN_LOG_LEVEL` in the environment

@@ -87,12 +87,26 @@ def test_every_folder_says_what_it_holds_and_may_import():
         assert "May import:" in docstring, f"{init}: its docstring does not say what the folder may import"
 
 
-def test_the_records_builder_starts_without_tensorflow():
-    """Every module of pretraining/data/ (and what it imports: text, features, file_io, file_systems) loads
-    without TensorFlow or Keras: each builder worker would pay 600 MB for them."""
-    modules = sorted(path.stem for path in (PACKAGE / "pretraining" / "data").glob("*.py"))
-    code = "".join(f"import albert_tf.pretraining.data.{name}\n" for name in modules if name != "__init__")
+def heavy_imports(modules):
+    """Which of TensorFlow and Keras a fresh process imports with modules."""
+    code = "".join(f"import {name}\n" for name in modules)
     code += "import sys\nprint(sorted({n.split('.')[0] for n in sys.modules} & {'tensorflow', 'keras'}))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]", f"the builder's modules import {result.stdout.strip()}"
+    return result.stdout.strip()
+
+
+def test_the_records_builder_starts_without_tensorflow():
+    """Every module of pretraining/data/ (and what it imports: text, features, file_io, file_systems) loads
+    without TensorFlow or Keras: each builder worker would pay 600 MB for them."""
+    names = sorted(path.stem for path in (PACKAGE / "pretraining" / "data").glob("*.py"))
+    modules = [f"albert_tf.pretraining.data.{name}" for name in names if name != "__init__"]
+    assert heavy_imports(modules) == "[]", "the builder's modules import TensorFlow or Keras"
+
+
+def test_the_fine_tuning_commands_read_their_data_without_tensorflow():
+    """run_classifier, run_race and run_squad load with what reads and checks their data and model directory
+    (task_data, model_files) and no TensorFlow or Keras: a mistake is named before TensorFlow starts."""
+    for command in ("run_classifier", "run_race", "run_squad"):  # one a process: they define the same flags
+        modules = [f"albert_tf.{command}", "albert_tf.finetuning.task_data", "albert_tf.model_files"]
+        assert heavy_imports(modules) == "[]", f"{command} imports TensorFlow or Keras"

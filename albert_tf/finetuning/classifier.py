@@ -40,7 +40,6 @@ class ClassifierTask(task.FineTuningTask):
     """GLUE or CSV/JSONL classification (regression when the task has no label set)."""
 
     name = "run_classifier"
-    read_splits = staticmethod(task_data.classifier_splits)
 
     def __init__(self, settings: ClassifierSettings, data: task_data.TaskData | None = None):
         self.task_name = settings.task_name.lower()

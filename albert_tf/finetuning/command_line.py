@@ -1,10 +1,10 @@
 """The flags every fine-tuning entry point takes (run_classifier, run_race, run_squad), and their `main`.
 
-Each entry point defines its task's own flags next to these, then calls `main(settings_class, read_splits,
+Each entry point defines its task's own flags next to these, then calls `main(settings_class, command,
 run)`: the flags named like the settings' fields become the settings; the model directory is checked and
-the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts; then `run(settings, data)`
-trains. Bad input (a data file, a flag value) ends the run with one line naming the entry point and the
-problem.
+the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts (on a local disk; a remote file
+system is TensorFlow's); then `run(settings, data)` trains. Bad input (a data file, a flag value) ends the
+run with one line naming the entry point and the problem.
 """
 
 import dataclasses
@@ -12,9 +12,8 @@ import sys
 
 from absl import flags, logging
 
-from albert_tf import tf_startup
+from albert_tf import file_io, tf_startup
 from albert_tf.finetuning import task_data
-from albert_tf.finetuning.glue import DataError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -72,11 +71,13 @@ flags.DEFINE_enum(
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 
 
-def main(settings_class, read_splits, run, convert=None):
+def main(settings_class, command, run, convert=None):
     """Builds settings_class from the flags of its fields, reads the data with task_data.read(settings,
-    read_splits), starts TensorFlow and runs `run(settings, data)`; 1 on bad input.
+    command), starts TensorFlow and runs `run(settings, data)`; 1 on bad input.
 
     Args:
+      command: "run_classifier", "run_race" or "run_squad": what the data is read as, and the name errors
+        start with.
       run: imports the task's module (TensorFlow) when called, so that nothing starts TensorFlow before the
         data is read.
       convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
@@ -87,10 +88,12 @@ def main(settings_class, read_splits, run, convert=None):
         values[name] = function(values[name])
     try:
         settings = settings_class(**values)
-        data = task_data.read(settings, read_splits)
+        if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
+            tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
+        data = task_data.read(settings, command)
         tf_startup.import_tensorflow_quietly()
         run(settings, data)
-    except (DataError, ValueError, FileNotFoundError) as error:
-        print(f"{sys.argv[0].rsplit('/', 1)[-1].removesuffix('.py')}: error: {error}", file=sys.stderr)
+    except (ValueError, FileNotFoundError) as error:  # DataError and TokenizerError are ValueErrors
+        print(f"{command}: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -15,8 +15,6 @@ class RaceTask(classifier.ClassifierTask):
 
     name = "run_race"
 
-    read_splits = staticmethod(task_data.race_splits)
-
     def _build_model(self):
         s = self.settings
         return AlbertMultipleChoice.from_model_dir(

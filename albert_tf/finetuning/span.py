@@ -29,20 +29,19 @@ class SquadTask(task.FineTuningTask):
     name = "run_squad"
     metric_names = ("f1", "exact_match")
 
-    read_splits = staticmethod(task_data.squad_splits)
-
     def _prepare(self, splits):
         """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)}: the questions' windows."""
         s = self.settings
         tokenizer = AlbertTokenizer(self.spm, do_lower_case=self.do_lower_case)
         windows = {"seq_length": s.max_seq_length, "doc_stride": s.doc_stride,
                    "max_query_length": s.max_query_length}  # fmt: skip
-        prepared, features = {}, {}  # dev and test are one list of questions: windowed once
-        for split, examples in splits.items():
-            if id(examples) not in features:
-                features[id(examples)] = squad.squad_features(examples, tokenizer, **windows)
-            windowed = features[id(examples)]
-            prepared[split] = windowed if split == "train" else (examples, windowed)
+        prepared = {}
+        if "train" in splits:
+            prepared["train"] = squad.squad_features(splits["train"], tokenizer, **windows)
+        predicted = splits.get("dev") or splits.get("test")  # one list of questions: windowed once
+        if predicted:
+            windowed = (predicted, squad.squad_features(predicted, tokenizer, **windows))
+            prepared.update({split: windowed for split in ("dev", "test") if split in splits})
         return prepared
 
     def _build_model(self):

@@ -1,16 +1,16 @@
 """What every fine-tuning entry point shares (run_classifier, run_race, run_squad): the task the training
 engine trains (albert_tf/training/engine.py), and `run`.
 
-A task subclasses `FineTuningTask` and says which reader of task_data.py reads its data (`read_splits`),
-what it makes of the examples (`_prepare`), how to build its model (`_build_model`), make batches
-(`_dataset`), what loss to train (`_example_losses`), how to score the dev split (`_evaluate`,
-`metric_names`) and what to predict (`predict`). The training: the original's AdamW (no bias correction,
-weight decay 0.01, clipping 1.0) with warmup + linear decay; an evaluation every `save_checkpoints_steps`,
-when a checkpoint is saved; the best evaluation's weights kept and restored at the end. In `output_dir`: a
-model directory whose `task_model.keras` is the best evaluation's model (ready for `export_saved_model`),
-`eval_results.json` (metrics by name, from the best evaluation, and its `global_step`), the evaluation
-history, checkpoints and TensorBoard summaries. A run started again with the same flags resumes from its last
-checkpoint and ends as an uninterrupted run does.
+A task subclasses `FineTuningTask`, named like its command (`name`, which also picks its reader in
+task_data.py), and says what it makes of the examples read (`_prepare`), how to build its model
+(`_build_model`), make batches (`_dataset`), what loss to train (`_example_losses`), how to score the dev
+split (`_evaluate`, `metric_names`) and what to predict (`predict`). The training: the original's AdamW (no
+bias correction, weight decay 0.01, clipping 1.0) with warmup + linear decay; an evaluation every
+`save_checkpoints_steps`, when a checkpoint is saved; the best evaluation's weights kept and restored at the
+end. In `output_dir`: a model directory whose `task_model.keras` is the best evaluation's model (ready for
+`export_saved_model`), `eval_results.json` (metrics by name, from the best evaluation, and its `global_step`),
+the evaluation history, checkpoints and TensorBoard summaries. A run started again with the same flags resumes
+from its last checkpoint and ends as an uninterrupted run does.
 
 Under any strategy the batch sizes are global. Each global batch is split between the replicas as Keras
 splits it for `fit` (`experimental_distribute_dataset`), and the engine makes the one-device update from
@@ -49,12 +49,10 @@ def engine_settings(settings: FineTuningSettings) -> EngineSettings:
 
 
 class FineTuningTask(Task):
-    """Reads the data, builds the model and its optimizer under the run's strategy; what the engine trains,
-    `predict()`."""
+    """Takes the data read (task_data.read), builds the model and its optimizer under the run's strategy;
+    what the engine trains, `predict()`."""
 
     name = "fine-tuning"  # the entry point, in progress lines
-
-    read_splits = None  # task_data's reader of the task's splits
 
     def __init__(self, settings: FineTuningSettings, data: task_data.TaskData | None = None):
         """data: what task_data.read read (None: read it now, after the strategy is made)."""
@@ -65,7 +63,7 @@ class FineTuningTask(Task):
         check_batch(engine_settings(s), self.strategy)
         keras.utils.set_random_seed(s.seed)
         distribution.set_precision(s.mixed_precision)
-        data = data or task_data.read(s, self.read_splits)
+        data = data or task_data.read(s, self.name)
         self.spm, self.do_lower_case, self.labels = data.spm, data.do_lower_case, data.labels
         self.splits = self._prepare(data.splits)
         with self.strategy.scope():

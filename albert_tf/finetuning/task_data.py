@@ -3,7 +3,7 @@ against the settings, and the task's data, every file the settings ask for read 
 either ends the command in well under a second, naming the file, line or flag, before TensorFlow, a
 distribution strategy or a TPU has started.
 
-    data = read(settings, classifier_splits)         # then: classifier.run(settings, data)
+    data = read(settings, "run_classifier")          # then: classifier.run(settings, data)
 """
 
 import dataclasses
@@ -19,8 +19,9 @@ class TaskData:
     """A run's data and the model directory's tokenizer.
 
     spm: the model directory's SentencePiece model; do_lower_case: whether its text is lowercased;
-    splits: {"train" / "dev" / "test": examples}, the splits the settings ask for; labels: the label names in
-    index order (None for regression and SQuAD).
+    splits: {"train" / "dev" / "test": examples}, the splits the settings ask for (SQuAD's "dev" and "test"
+    are one list: the predict file's questions); labels: the label names in index order (None for
+    regression and SQuAD).
     """
 
     spm: str
@@ -29,9 +30,9 @@ class TaskData:
     labels: tuple | None = None
 
 
-def read(settings, read_splits) -> TaskData:
-    """Checks settings.model_dir against the settings, then reads the splits with
-    `read_splits(settings) -> (splits, labels)`."""
+def read(settings, command) -> TaskData:
+    """Checks settings.model_dir against the settings, then reads the splits the command reads
+    ("run_classifier", "run_race", "run_squad")."""
     s = settings
     spm = model_files.spm_model_file(s.model_dir)
     if not spm:
@@ -44,7 +45,7 @@ def read(settings, read_splits) -> TaskData:
             f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
         )
     do_lower_case = model_files.do_lower_case(s.model_dir)  # a cased model's text keeps its case
-    splits, labels = read_splits(s)
+    splits, labels = READERS[command](s)
     return TaskData(spm, do_lower_case, splits, labels)
 
 
@@ -120,3 +121,7 @@ def _squad_examples(settings, path, labelled):
             "to train or evaluate on"
         )
     return examples
+
+
+# Each command's reader: settings → (splits, labels).
+READERS = {"run_classifier": classifier_splits, "run_race": race_splits, "run_squad": squad_splits}
