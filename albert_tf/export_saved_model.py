@@ -80,7 +80,7 @@ def main(argv):
     from albert_tf.models import model_dir
     from albert_tf.serving.export import export_saved_model
     from albert_tf.serving.servable import ServingError
-    from albert_tf.text.span_decoding import SpanSettings
+    from albert_tf.text.span_settings import SpanSettings
 
     try:
         if FLAGS.task == "encoder":

@@ -19,7 +19,7 @@ import keras
 from albert_tf.finetuning import metrics, squad, task, task_data
 from albert_tf.finetuning.settings import SquadSettings
 from albert_tf.models import AlbertSpanLabeler
-from albert_tf.text import span_decoding
+from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer
 
 
@@ -88,7 +88,7 @@ class SquadTask(task.FineTuningTask):
         """The model directory; the model keeps this run's windows and decoding, so its `predict` on raw text
         and its export answer as this run does."""
         s = self.settings
-        self.model.span_settings = span_decoding.SpanSettings(
+        self.model.span_settings = span_settings.SpanSettings(
             max_seq_length=s.max_seq_length, doc_stride=s.doc_stride, max_query_length=s.max_query_length,
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,

@@ -24,6 +24,7 @@ import logging
 import numpy as np
 
 from albert_tf.finetuning.glue import DataError, read_task_text
+from albert_tf.text import span_settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,10 +161,7 @@ class SpanFeatures:
 
 def squad_features(examples, tokenizer, seq_length=384, doc_stride=128, max_query_length=64):
     """SpanFeatures of examples: one window or more per example."""
-    # TensorFlow is imported here, not with the module: the commands read and check files before it starts.
-    from albert_tf.text import span_decoding
-
-    span_decoding.check_window_settings(seq_length, doc_stride, max_query_length)
+    span_settings.check_window_settings(seq_length, doc_stride, max_query_length)
     query_room = seq_length - 3 - 1  # at least one context token per window
     rows = {name: [] for name in ("ids", "types", "length", "start", "end", "example", "spans", "max")}
     context, doc_ids, doc_spans = None, None, None
@@ -260,7 +258,7 @@ def span_dataset(features, batch_size, is_training=False, answerability=False, s
     """
     if not len(features):
         raise DataError("no SQuAD features")
-    import tensorflow as tf  # not with the module (squad_features says why)
+    import tensorflow as tf  # not with the module (answer_texts says why)
 
     from albert_tf.input_options import without_autotuning
     from albert_tf.text.batches import repeat_from
@@ -293,7 +291,8 @@ def answer_texts(examples, features, outputs, n_best_size=20, max_answer_length=
       best window's answerable logit, what the official v2.0 script reads with --na-prob-file; None without
       answerable_logits).
     """
-    from albert_tf.text import span_decoding  # not with the module (squad_features says why)
+    # TensorFlow is imported here, not with the module: the commands read and check files before it starts.
+    from albert_tf.text import span_decoding
 
     best = span_decoding.best_spans(
         outputs["start_logits"], outputs["end_logits"], features.char_spans[..., 0],

@@ -11,6 +11,7 @@ import dataclasses
 from albert_tf import file_io, model_files
 from albert_tf.finetuning import glue, race, squad
 from albert_tf.finetuning.glue import DataError
+from albert_tf.text.span_settings import check_window_settings
 from albert_tf.text.tokenizer import check_fits_vocabulary
 
 
@@ -88,8 +89,10 @@ def race_splits(settings):
 
 
 def squad_splits(settings):
-    """The questions of train_file ("train") and predict_file ("dev" and "test", one list); no labels."""
+    """The questions of train_file ("train") and predict_file ("dev" and "test", one list); no labels.
+    The window flags are checked first."""
     s = settings
+    check_window_settings(s.max_seq_length, s.doc_stride, s.max_query_length)
     splits = {}
     if s.do_train:
         if not s.train_file:

@@ -367,7 +367,7 @@ class AlbertSpanLabeler(_TaskModel):
 
     `predict` also takes raw (questions, contexts) and answers with text, as the span export does; `fit`
     and `evaluate` take windows with answer positions (run_squad builds them from SQuAD JSON).
-    `span_settings`: how contexts are windowed and answers picked (dict of text.span_decoding.SpanSettings'
+    `span_settings`: how contexts are windowed and answers picked (dict of text.span_settings.SpanSettings'
     fields but max_seq_length); run_squad records its own, so exports and `predict` answer as it did.
     """
 
@@ -410,7 +410,7 @@ class AlbertSpanLabeler(_TaskModel):
 
     @property
     def span_settings(self):
-        """How contexts are windowed and answers chosen (text.span_decoding.SpanSettings' fields but the
+        """How contexts are windowed and answers chosen (text.span_settings.SpanSettings' fields but the
         length, which is the preprocessing's); what is not here takes run_squad's defaults."""
         return dict(self._span_settings)
 
@@ -457,10 +457,10 @@ class AlbertSpanLabeler(_TaskModel):
             raise ValueError(
                 f"{len(questions)} questions and {len(contexts)} contexts: give one context per question"
             )
-        from albert_tf.text import span_answers, span_decoding  # TensorFlow only where raw text is given
+        from albert_tf.text import span_answers, span_settings  # TensorFlow only where raw text is given
 
         tokenizer = self._tokenizer(True)
-        settings = span_decoding.SpanSettings.of(self)
+        settings = span_settings.SpanSettings.of(self)
         return span_answers.predict_answers(
             self, tokenizer, questions, contexts, settings, batch_size or DEFAULT_BATCH_SIZE
         )

@@ -50,7 +50,8 @@ from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import PADDING_LOGIT
 from albert_tf.serving import sub_batches, warmup
 from albert_tf.serving.servable import Servable
-from albert_tf.text import span_answers, span_decoding
+from albert_tf.text import span_answers
+from albert_tf.text.span_settings import SpanSettings
 from albert_tf.text.tf_tokenizer import CHOICE_TOKENS, InGraphTokenizer, assert_same_batch
 from albert_tf.text.tokenizer import AlbertTokenizer, check_fits_vocabulary
 
@@ -405,8 +406,8 @@ def export_saved_model(
       do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
         from the model directory: model_files.do_lower_case). Default True.
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
-      span_settings: span_decoding.SpanSettings (windows and answer choice; default: the span model's own,
-        the model's sequence length).
+      span_settings: text.span_settings.SpanSettings (windows and answer choice; default: the span model's
+        own, the model's sequence length).
       sub_batch_size: rows per sub-batch of a request sorted by length; 0 runs the whole batch at once
         (a GPU usually gains more from large products than from less padding). A span request's context
         windows run in sub-batches of at most SPAN_WINDOWS_PER_CALL either way, so a request's activations
@@ -431,7 +432,7 @@ def export_saved_model(
     preprocessing = served_preprocessing(model, task, max_seq_length, pair, do_lower_case, span_settings)
     max_seq_length, pair = preprocessing.max_seq_length, preprocessing.text_pair
     if task == "span":
-        span_settings = span_settings or span_decoding.SpanSettings.of(model, max_seq_length)
+        span_settings = span_settings or SpanSettings.of(model, max_seq_length)
     if max_seq_length > model_max_positions(model):
         raise ValueError(
             f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="

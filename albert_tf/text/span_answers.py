@@ -25,7 +25,7 @@ def answers(run, tokenizer, surface_lengths, questions, contexts, settings):
         (`AlbertTokenizer.surface_lengths`).
       questions, contexts: tf.string [batch], the same batch (the caller checks: it knows their names);
         contexts with invalid UTF-8 are read with replacement characters (offsets count those).
-      settings: span_decoding.SpanSettings.
+      settings: text.span_settings.SpanSettings.
 
     Returns:
       dict: answer_text tf.string [batch] ("" without an answer), answer_start and answer_end int32 [batch]

@@ -9,61 +9,13 @@ gets the same answer from either. It is the original ALBERT/BERT SQuAD decoding:
 - its score is start logit + end logit; a question's answer is its best valid span over its windows (the
   first window, then the first start, then the first end among equal scores);
 - with an answerability head (SQuAD v2.0), a question's answerable logit is the highest of its windows'.
-"""
 
-import dataclasses
+The settings of windows and decoding: albert_tf/text/span_settings.py.
+"""
 
 import tensorflow as tf
 
 NO_SPAN = -1  # the character offsets of a question without a valid span
-
-
-def check_window_settings(seq_length, doc_stride, max_query_length):
-    """Raises ValueError unless every window has room for a question token and a context token."""
-    if seq_length - 3 - 1 < 1 or max_query_length < 1 or doc_stride < 1:
-        raise ValueError(
-            f"seq_length {seq_length}, max_query_length {max_query_length} and doc_stride {doc_stride} "
-            "leave no room for the question and the context"
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class SpanSettings:
-    """How contexts are windowed and answers chosen; `run_squad` keeps its settings in the model
-    (`AlbertSpanLabeler.span_settings`) so its `predict` on raw text and the span export answer the same.
-
-    Args:
-      max_seq_length: tokens per window.
-      doc_stride: tokens between the starts of a context's windows.
-      max_query_length: question tokens kept.
-      n_best_size: top start and end positions considered per window.
-      max_answer_length: longest answer, in tokens.
-      null_score_threshold: SQuAD v2.0: no answer when the answerable logit is below it.
-    """
-
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_threshold: float = 0.0
-
-    @classmethod
-    def of(cls, model, max_seq_length=None, **given):
-        """A span model's settings: its `span_settings` (AlbertSpanLabeler, what run_squad used) at its
-        preprocessing's length, with the values given (None: not given) replacing them; None while the
-        length is not known. ValueError naming a setting that does not exist."""
-        kept = {**getattr(model, "span_settings", {}), **{k: v for k, v in given.items() if v is not None}}
-        names = {field.name for field in dataclasses.fields(cls)} - {"max_seq_length"}
-        unknown = sorted(set(kept) - names)
-        if unknown:
-            raise ValueError(f"unknown span settings {unknown}; the settings are {sorted(names)}")
-        length = max_seq_length or getattr(getattr(model, "preprocessing", None), "max_seq_length", None)
-        return cls(max_seq_length=length, **kept) if length else None
-
-    def decoding(self):
-        """What a span model keeps (its `span_settings`): all but the length, which its preprocessing has."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "max_seq_length"}
 
 
 def best_spans(

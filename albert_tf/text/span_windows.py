@@ -11,7 +11,7 @@ import sys
 
 import tensorflow as tf
 
-from albert_tf.text import span_decoding
+from albert_tf.text import span_settings
 from albert_tf.text.tf_tokenizer import gather_or, pack_rows
 
 # Characters `str.split()` splits on (str.isspace), by code point.
@@ -83,7 +83,7 @@ def windows(tokenizer, surface_lengths, questions, contexts, seq_length, doc_str
     Raises:
       ValueError: settings that leave a window no room for the question and the context (as run_squad).
     """
-    span_decoding.check_window_settings(seq_length, doc_stride, max_query_length)
+    span_settings.check_window_settings(seq_length, doc_stride, max_query_length)
     query = tokenizer.tokenize(questions)
     query_length = tf.minimum(tf.cast(query.row_lengths(), tf.int32), min(max_query_length, seq_length - 4))
     ids, starts, ends = context_tokens(tokenizer, surface_lengths, contexts)

@@ -145,6 +145,13 @@ def test_v2_decides_answerability(setup, tmp_path):
     assert "" in answers and set(answers) & set(COLOURS)
 
 
+def test_windows_without_room_are_refused_before_tensorflow_starts(setup, tmp_path):
+    result = run_squad(setup, tmp_path / "out", "v1.1", "--doc_stride=0", python=IMPORT_TIMES)
+    assert result.returncode == 1
+    assert "max_query_length 8 and doc_stride 0 leave no room for the question" in result.stderr
+    assert not imported_tensorflow(result.stderr)
+
+
 def test_v2_data_needs_the_v2_flag_before_tensorflow_starts(setup, tmp_path):
     result = run_squad(setup, tmp_path / "out", "v2.0", "--train_step=1", python=IMPORT_TIMES)
     assert result.returncode == 1

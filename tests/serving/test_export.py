@@ -41,7 +41,7 @@ from albert_tf.models import (
 from albert_tf.models.task_models import PADDING_LOGIT, AlbertSpanLabeler
 from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
-from albert_tf.text import span_decoding
+from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests.helpers import SAMPLE_CORPUS, tiny_config
 from tests.text.text_samples import varied_lines
@@ -49,7 +49,7 @@ from tests.text.text_samples import varied_lines
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 SEQ = 16
-SPAN = span_decoding.SpanSettings(max_seq_length=40, doc_stride=7, max_query_length=6, n_best_size=5,
+SPAN = span_settings.SpanSettings(max_seq_length=40, doc_stride=7, max_query_length=6, n_best_size=5,
                                   max_answer_length=4)  # fmt: skip
 LABELS = ("contradiction", "entailment", "neutral")
 # Ops tensorflow-text 2.21 registers that tensorflow-text 2.12.1 (inside stock TF Serving) lacks.
