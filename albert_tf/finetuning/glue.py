@@ -121,6 +121,12 @@ def _read_tsv(path, task, layout, errors):
             row = line.rstrip("\r\n").split("\t")
             if layout.header and number == 1:
                 columns = len(row)
+                if columns < _min_columns(layout):  # another task's file, or not a GLUE file
+                    raise DataError(
+                        f"{path}:1: the header has {columns} tab-separated columns; {task.name}'s "
+                        f"{'test' if layout is task.test else 'labelled'} files have at least "
+                        f"{_min_columns(layout)}"
+                    )
                 continue
             if not line.strip():
                 continue

@@ -72,6 +72,13 @@ def test_wrong_column_count_and_unknown_label_name_file_and_line(tmp_path):
         glue.read_glue(folder, "sst-2", "train")
     with pytest.raises(glue.DataError, match="unknown GLUE task 'nope'"):
         glue.read_glue(folder, "nope", "train")
+    # SST-2's file read as STS-B's: its header is too short for the columns STS-B reads.
+    with pytest.raises(
+        glue.DataError,
+        match=r"train\.tsv:1: the header has 2 tab-separated columns; "
+        r"sts-b's labelled files have at least 10",
+    ):
+        glue.read_glue(folder, "sts-b", "train")
 
 
 def test_qqp_rows_with_missing_fields_are_skipped_and_counted(tmp_path, caplog):
