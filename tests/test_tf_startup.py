@@ -40,6 +40,21 @@ def test_a_command_prints_no_start_up_notices():
     assert not CPP_LOG_LINE.search(result.stderr), result.stderr
 
 
+def test_a_fine_tuning_command_reading_a_remote_path_prints_no_start_up_notices(tmp_path):
+    """Reading a remote path starts TensorFlow before the data is read; it starts quietly all the same."""
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={tmp_path}",
+         "--model_dir=ram://no_model", f"--output_dir={tmp_path / 'out'}"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert (
+        result.returncode == 1 and "run_classifier: error: ram://no_model has no spm.model" in result.stderr
+    )
+    assert not [notice for notice in NOTICES if notice in result.stderr], result.stderr
+    assert not CPP_LOG_LINE.search(result.stderr), result.stderr
+
+
 def test_an_explicit_log_level_wins():
     result = run(SUMMARY, TF_CPP_MIN_LOG_LEVEL="0")
     assert "absl::InitializeLog()" in result.stderr and "oneDNN custom operations are on" in result.stderr
