@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from albert_tf.config import AlbertConfig
+from tests import commands
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -74,16 +75,6 @@ def small_spm(folder, vocab_size=90):
     return str(pathlib.Path(folder) / "small_spm.model")
 
 
-_TWO_DEVICES_SCRIPT = """
-import runpy, sys
-import albert_tf, tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-sys.argv = sys.argv[1:]
-runpy.run_module(sys.argv[0], run_name="__main__")
-"""
-
-
 # Python's -X importtime lists each module a process imports on stderr: a command run with it shows
 # whether it started TensorFlow.
 IMPORT_TIMES = ("-X", "importtime")
@@ -95,11 +86,8 @@ def imported_tensorflow(stderr):
 
 
 def run_on_two_devices(module, args, check=True):
-    """`python -m module args` with the CPU split into two logical devices."""
-    result = subprocess.run(
-        [sys.executable, "-c", _TWO_DEVICES_SCRIPT, module, *args], cwd=REPO, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
+    """`python -m module args` with the CPU split into two logical devices (a forked command)."""
+    result = commands.run(module, args, two_devices=True)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -131,18 +119,15 @@ def run_on_two_workers(module, worker_args, chief=False):
     else:
         cluster = {"worker": addresses}
         tasks = [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}]
-    processes = []
+    started = []
     for task, args in zip(tasks, worker_args, strict=True):
         config = json.dumps({"cluster": cluster, "task": task})
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", module, *args], cwd=REPO, env={**os.environ, "TF_CONFIG": config},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        ))  # fmt: skip
+        started.append(commands.start(module, args, env={**os.environ, "TF_CONFIG": config}, combined=True))
     outputs = []
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, output[-3000:]
-        outputs.append(output)
+    for command in started:
+        result = command.result(timeout=600)
+        assert result.returncode == 0, result.stdout[-3000:]
+        outputs.append(result.stdout)
     return outputs
 
 
@@ -169,23 +154,24 @@ def assert_same_values(actual, expected, rel, abs, where=""):
 WHEEL_INPUTS = ("setup.py", "pyproject.toml", "README.md", "albert_tf")
 
 
-def kill_once_saved(command, checkpoints, step, cwd):
-    """Starts `command` and kills it with SIGKILL once it has saved a checkpoint of `step` or later in the
-    folder `checkpoints`, whichever it is: one named checkpoint exists only for the few steps until
-    keep_checkpoint_max deletes it, a window a busy machine's poll can miss. Returns the saved step."""
+def kill_once_saved(module, args, checkpoints, step):
+    """Starts `python -m module args` (a forked command) and kills it with SIGKILL once it has saved a
+    checkpoint of `step` or later in the folder `checkpoints`, whichever it is: one named checkpoint exists
+    only for the few steps until keep_checkpoint_max deletes it, a window a busy machine's poll can miss.
+    Returns the saved step."""
     import tensorflow as tf
 
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = commands.start(module, args, quiet=True)
 
     def saved_step():  # the step of the checkpoint a resumed run restores (0 before the first)
         latest = tf.train.latest_checkpoint(str(checkpoints))
         return int(latest.rsplit("-", 1)[1]) if latest else 0
 
     deadline = time.time() + 300
-    while saved_step() < step and process.poll() is None and time.time() < deadline:
+    while saved_step() < step and command.poll() is None and time.time() < deadline:
         time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    command.send_signal(signal.SIGKILL)
+    command.result()
     return saved_step()
 
 

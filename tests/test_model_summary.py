@@ -2,14 +2,13 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf.config import AlbertConfig
 from albert_tf.model_summary import memory_summary, summarize
 from albert_tf.models import memory_estimate
+from tests import commands
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -79,9 +78,7 @@ def test_tables_3_and_4(embedding_size, sharing, millions):
 
 
 def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "albert_tf.model_summary", *args], cwd=ROOT, capture_output=True, text=True
-    )
+    return commands.run("albert_tf.model_summary", args)
 
 
 @pytest.mark.slow

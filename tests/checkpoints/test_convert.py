@@ -21,6 +21,7 @@ from safetensors.numpy import load_file
 from albert_tf import model_files
 from albert_tf.checkpoints import convert
 from albert_tf.models import model_dir
+from tests import commands
 from tests.models.test_goldens import GOLDENS, load_golden, pretrainer_outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -180,11 +181,10 @@ def test_pytorch_bin_without_torch_says_so(tmp_path, monkeypatch):
 
 def test_command_line_converts_a_release(tmp_path):
     release = write_tf1_release(str(tmp_path / "release"), "two_groups_two_inner")
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.convert_checkpoint", "--source=tf1", f"--input={release}",
-         f"--output_dir={tmp_path / 'out'}"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    result = commands.run(
+        "albert_tf.convert_checkpoint",
+        ["--source=tf1", f"--input={release}", f"--output_dir={tmp_path / 'out'}"],
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "wrote the model directory" in result.stderr
     assert model_files.load_config(str(tmp_path / "out")).num_hidden_groups == 2

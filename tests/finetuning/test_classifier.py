@@ -10,6 +10,7 @@ import keras
 import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from tests import commands
 from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,16 +44,19 @@ def setup(tmp_path_factory):
     return base
 
 
-def run(setup, output, *extra, python=()):
-    """run_classifier on the SST-2 folder; python: options of the interpreter."""
-    return subprocess.run(
-        [sys.executable, *python, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
-         f"--data_dir={setup / 'SST-2'}", f"--model_dir={setup / 'model'}", f"--output_dir={output}",
-         "--max_seq_length=16",
-         "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=0.0005", "--train_step=120",
-         "--warmup_step=6", "--save_checkpoints_steps=30", *extra],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+def flags(setup, output, *extra):
+    """run_classifier's flags for the SST-2 folder, then extra."""
+    return [
+        "--task_name=sst-2", f"--data_dir={setup / 'SST-2'}", f"--model_dir={setup / 'model'}",
+        f"--output_dir={output}", "--max_seq_length=16", "--train_batch_size=16", "--eval_batch_size=16",
+        "--learning_rate=0.0005", "--train_step=120", "--warmup_step=6", "--save_checkpoints_steps=30",
+        *extra,
+    ]  # fmt: skip
+
+
+def run(setup, output, *extra):
+    """run_classifier on the SST-2 folder."""
+    return commands.run("albert_tf.run_classifier", flags(setup, output, *extra))
 
 
 @pytest.mark.slow
@@ -97,22 +101,25 @@ def test_task_data_that_is_not_utf8_is_named_by_the_command_or_read_with_errors_
     folder.mkdir()
     (folder / "train.tsv").write_bytes(b"sentence\tlabel\nfine\t1\nbad \xff byte\t0\n")
     (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\nbad\t0\n", encoding="utf-8")
-    flags = ["--task_name=sst-2", f"--data_dir={folder}", f"--model_dir={setup / 'model'}",
+    given = ["--task_name=sst-2", f"--data_dir={folder}", f"--model_dir={setup / 'model'}",
              "--max_seq_length=16", "--train_batch_size=2", "--train_step=2", "--warmup_step=1",
              "--save_checkpoints_steps=2"]  # fmt: skip
-    command = [sys.executable, "-m", "albert_tf.run_classifier", *flags]
-    refused = subprocess.run([*command, f"--output_dir={tmp_path / 'strict'}"],
-                             cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    refused = commands.run("albert_tf.run_classifier", [*given, f"--output_dir={tmp_path / 'strict'}"])
     assert refused.returncode == 1 and not (tmp_path / "strict").exists()
     assert "train.tsv:3: byte 0xff at offset 26 is not UTF-8" in refused.stderr, refused.stderr[-2000:]
-    replaced = subprocess.run([*command, f"--output_dir={tmp_path / 'replace'}", "--errors=replace"],
-                              cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    replaced = commands.run(
+        "albert_tf.run_classifier", [*given, f"--output_dir={tmp_path / 'replace'}", "--errors=replace"]
+    )
     assert replaced.returncode == 0, replaced.stderr[-2000:]
     assert (tmp_path / "replace" / "eval_results.json").is_file()
 
 
 def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setup, tmp_path):
-    result = run(setup, tmp_path / "out", "--max_seq_length=17", python=IMPORT_TIMES)
+    result = subprocess.run(
+        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier",
+         *flags(setup, tmp_path / "out", "--max_seq_length=17")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
     assert result.returncode == 1
     assert "--max_seq_length=17 exceeds the model's max_position_embeddings=16" in result.stderr
     assert not imported_tensorflow(result.stderr)
@@ -121,11 +128,10 @@ def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setu
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line_before_training(setup, tmp_path):
     small = tmp_path / "model"
     model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), small, SPM)  # 97 ids, 8k pieces
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
-         f"--data_dir={setup / 'SST-2'}", f"--model_dir={small}", f"--output_dir={tmp_path / 'out'}",
-         "--max_seq_length=16"],
-        cwd=ROOT, capture_output=True, text=True,
+    result = commands.run(
+        "albert_tf.run_classifier",
+        ["--task_name=sst-2", f"--data_dir={setup / 'SST-2'}", f"--model_dir={small}",
+         f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16"],
     )  # fmt: skip
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]

@@ -15,8 +15,6 @@ import os
 import pathlib
 import random
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -26,6 +24,7 @@ import tensorflow as tf
 from albert_tf.finetuning import classifier, multiple_choice, span
 from albert_tf.finetuning.settings import ClassifierSettings, SquadSettings
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from tests import commands
 from tests.finetuning.test_span import squad_json
 from tests.helpers import (
     SAMPLE_CORPUS,
@@ -311,7 +310,7 @@ RESUMED_TASKS = {
 
 
 def run_module(module, args):
-    result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True)
+    result = commands.run(module, args)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -337,7 +336,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, dat
     run_in_process(whole)  # the uninterrupted run
     interrupted = flags_of(whole, output_dir=tmp_path / "killed")
     killed = tmp_path / "killed"
-    kill_once_saved([sys.executable, "-m", module, *interrupted], killed / "checkpoints", 8, cwd=ROOT)
+    kill_once_saved(module, interrupted, killed / "checkpoints", 8)
     assert not (killed / "eval_results.json").exists(), "the run ended before it was killed"
     resumed = run_module(module, interrupted)
     steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]

@@ -2,12 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from tests import commands
 from tests.helpers import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,12 +40,12 @@ def test_run_race_trains_evaluates_and_predicts(tmp_path):
                 "answers": ["A", "B", "C", "D"],
             }
             (folder / "1.txt").write_text(json.dumps(record), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_race", f"--data_dir={tmp_path / 'RACE'}",
-         f"--model_dir={tmp_path / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
-         "--train_batch_size=2", "--eval_batch_size=4", "--train_step=4", "--warmup_step=1",
-         "--save_checkpoints_steps=2", "--do_predict"],
-        cwd=ROOT, capture_output=True, text=True,
+    result = commands.run(
+        "albert_tf.run_race",
+        [f"--data_dir={tmp_path / 'RACE'}", f"--model_dir={tmp_path / 'model'}",
+         f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16", "--train_batch_size=2",
+         "--eval_batch_size=4", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2",
+         "--do_predict"],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "out" / "eval_results.json").read_text())

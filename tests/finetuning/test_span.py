@@ -11,6 +11,7 @@ import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, AlbertSpanLabeler, model_dir
 from albert_tf.serving.servable import Servable
+from tests import commands
 from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -66,15 +67,27 @@ def setup(tmp_path_factory):
     return base
 
 
-def run_squad(setup, output, version, *extra, python=()):
-    """run_squad on the version's files; python: options of the interpreter."""
+def squad_flags(setup, output, version, *extra):
+    """run_squad's flags for the version's files, then extra."""
+    return [
+        f"--model_dir={setup / 'model'}", f"--output_dir={output}",
+        f"--train_file={setup / f'train-{version}.json'}", f"--predict_file={setup / f'dev-{version}.json'}",
+        "--max_seq_length=64", "--doc_stride=24", "--max_query_length=8", "--train_batch_size=16",
+        "--eval_batch_size=32", "--learning_rate=0.001", "--train_step=160", "--warmup_step=10",
+        "--save_checkpoints_steps=40", *extra,
+    ]  # fmt: skip
+
+
+def run_squad(setup, output, version, *extra):
+    """run_squad on the version's files."""
+    return commands.run("albert_tf.run_squad", squad_flags(setup, output, version, *extra))
+
+
+def run_squad_fresh(setup, output, version, *extra):
+    """run_squad in a fresh interpreter that lists the modules it imports (IMPORT_TIMES) on stderr."""
+    flags = squad_flags(setup, output, version, *extra)
     return subprocess.run(
-        [sys.executable, *python, "-m", "albert_tf.run_squad", f"--model_dir={setup / 'model'}",
-         f"--output_dir={output}",
-         f"--train_file={setup / f'train-{version}.json'}", f"--predict_file={setup / f'dev-{version}.json'}",
-         "--max_seq_length=64", "--doc_stride=24", "--max_query_length=8", "--train_batch_size=16",
-         "--eval_batch_size=32", "--learning_rate=0.001", "--train_step=160", "--warmup_step=10",
-         "--save_checkpoints_steps=40", *extra],
+        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_squad", *flags],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
 
@@ -86,11 +99,10 @@ def export_answers_run_squads(setup, output, version, *extra):
         "--do_predict", f"--predict_file={setup / f'long-{version}.json'}", *extra,
     )  # fmt: skip
     assert predicted.returncode == 0, predicted.stderr[-3000:]
-    exported = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={output}", "--task=span",
-         f"--export_dir={output / 'served' / '1'}"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    exported = commands.run(
+        "albert_tf.export_saved_model",
+        [f"--model_dir={output}", "--task=span", f"--export_dir={output / 'served' / '1'}"],
+    )
     assert exported.returncode == 0, exported.stderr[-3000:]
     paragraphs = json.loads((setup / f"long-{version}.json").read_text())["data"][0]["paragraphs"]
     with Servable(output / "served" / "1") as servable:
@@ -146,14 +158,14 @@ def test_v2_decides_answerability(setup, tmp_path):
 
 
 def test_windows_without_room_are_refused_before_tensorflow_starts(setup, tmp_path):
-    result = run_squad(setup, tmp_path / "out", "v1.1", "--doc_stride=0", python=IMPORT_TIMES)
+    result = run_squad_fresh(setup, tmp_path / "out", "v1.1", "--doc_stride=0")
     assert result.returncode == 1
     assert "max_query_length 8 and doc_stride 0 leave no room for the question" in result.stderr
     assert not imported_tensorflow(result.stderr)
 
 
 def test_v2_data_needs_the_v2_flag_before_tensorflow_starts(setup, tmp_path):
-    result = run_squad(setup, tmp_path / "out", "v2.0", "--train_step=1", python=IMPORT_TIMES)
+    result = run_squad_fresh(setup, tmp_path / "out", "v2.0", "--train_step=1")
     assert result.returncode == 1
     assert "train-v2.0.json" in result.stderr and "--version_2_with_negative" in result.stderr
     assert not imported_tensorflow(result.stderr)

@@ -11,8 +11,6 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
-import sys
 
 import h5py
 import keras
@@ -29,6 +27,7 @@ from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.text.tokenizer import TokenizerError
 from albert_tf.training.engine import TrainingError
 from albert_tf.training.schedules import WarmupPolynomialDecay
+from tests import commands
 from tests.helpers import (
     SAMPLE_SPM,
     kill_once_saved,
@@ -157,10 +156,7 @@ def assert_same_weights(a, b, atol=0.0):
 
 
 def run_module(args, env=None, check=True):
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_pretraining", *args],
-        cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    result = commands.run("albert_tf.run_pretraining", args, env={**os.environ, **(env or {})})
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -473,8 +469,7 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(data, tmp_path):
                             steps_per_loop=4, log_every_steps=100, eval_input_file=None)  # fmt: skip
     run(run_settings)  # the uninterrupted run: in this process
     interrupted = flags_of(dataclasses.replace(run_settings, output_dir=str(tmp_path / "killed")))
-    command = [sys.executable, "-m", "albert_tf.run_pretraining", *interrupted]
-    kill_once_saved(command, tmp_path / "killed" / "checkpoints", 8, cwd=ROOT)
+    kill_once_saved("albert_tf.run_pretraining", interrupted, tmp_path / "killed" / "checkpoints", 8)
     assert not (tmp_path / "killed" / model_files.WEIGHTS_FILE).exists(), "the run ended before it was killed"
     resumed = run_module(interrupted)
     steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]
@@ -634,14 +629,16 @@ def test_an_evaluator_task_evaluates_each_checkpoint_as_it_lands(data, tmp_path)
     flags = flags_of(settings(data, tmp_path, num_train_steps=12, save_checkpoints_steps=4, steps_per_loop=4,
                               log_every_steps=4))  # fmt: skip
     evaluator_config = {"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}
-    evaluator = subprocess.Popen(
-        [sys.executable, "-m", "albert_tf.run_pretraining", *flags], cwd=ROOT,
+    evaluator = commands.start(
+        "albert_tf.run_pretraining",
+        flags,
         env={**os.environ, "TF_CONFIG": json.dumps(evaluator_config)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        combined=True,
+    )
     run_module(flags)
-    output, _ = evaluator.communicate(timeout=300)
-    assert evaluator.returncode == 0, output[-3000:]
+    evaluated = evaluator.result(timeout=300)
+    output = evaluated.stdout
+    assert evaluated.returncode == 0, output[-3000:]
     steps = [int(step) for step in re.findall(r"eval at step (\d+)", output)]
     assert steps and steps[-1] == 12 and set(steps) <= {4, 8, 12}, output[-3000:]
     assert "run_pretraining: step" not in output

@@ -43,6 +43,7 @@ from albert_tf.serving import export
 from albert_tf.serving.servable import Servable, ServingError
 from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
+from tests import commands
 from tests.helpers import SAMPLE_CORPUS, tiny_config
 from tests.text.text_samples import varied_lines
 
@@ -214,10 +215,9 @@ def test_signatures_and_method_names(exports):
         "no_answer_probability",
     }  # fmt: skip
     assert set(signatures["multiple_choice"]["serving_default"].inputs) == {"text", "choices"}
-    # saved_model_cli through this interpreter: its script need not be on PATH (an unactivated environment).
-    cli = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
-    listing = subprocess.run(
-        [*cli, "show", "--dir", exports[2]["classifier"], "--all"], capture_output=True, text=True
+    # saved_model_cli as a module: its script need not be on PATH (an unactivated environment).
+    listing = commands.run(
+        "tensorflow.python.tools.saved_model_cli", ["show", "--dir", exports[2]["classifier"], "--all"]
     )
     assert listing.returncode == 0 and "signature_def['classify']" in listing.stdout
 
@@ -1035,11 +1035,10 @@ def test_a_version_is_readable_by_another_user(exports):
 def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
     base, models, _, servables = exports
     model_dir.save_task_model(models["classifier"], base / "model")
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={base / 'model'}",
-         "--task=classifier", f"--export_dir={tmp_path / 'served' / '1'}", f"--max_seq_length={SEQ}",
-         "--text_pair", f"--precision={precision}"],
-        cwd=ROOT, capture_output=True, text=True,
+    result = commands.run(
+        "albert_tf.export_saved_model",
+        [f"--model_dir={base / 'model'}", "--task=classifier", f"--export_dir={tmp_path / 'served' / '1'}",
+         f"--max_seq_length={SEQ}", "--text_pair", f"--precision={precision}"],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     texts = TEXTS + BAD_TEXTS  # 10: with the default sub-batch size, a full sub-batch and a short one
@@ -1088,11 +1087,14 @@ def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(tm
         warmup_step=1, save_checkpoints_steps=2, do_eval=False,
     )  # fmt: skip
     classifier.run(settings)
-    result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={tmp_path / 'tuned'}",
-         "--task=classifier", f"--export_dir={tmp_path / 'served' / '1'}"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    result = commands.run(
+        "albert_tf.export_saved_model",
+        [
+            f"--model_dir={tmp_path / 'tuned'}",
+            "--task=classifier",
+            f"--export_dir={tmp_path / 'served' / '1'}",
+        ],
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     model = model_dir.load_task_model(str(tmp_path / "tuned"))
     texts = TEXTS + [" ".join(lines[:3])]  # the last one longer than SEQ tokens: truncated
@@ -1218,11 +1220,15 @@ def test_a_cased_model_directory_exports_and_serves_cased_ids(exports, tmp_path)
     texts = ["Hello World, ALBERT", "hello world, albert"]
     for directory, lower in ((cased, False), (base / "model", True)):
         export_dir = tmp_path / f"served_{directory.name}" / "1"
-        result = subprocess.run(
-            [sys.executable, "-m", "albert_tf.export_saved_model", f"--model_dir={directory}",
-             "--task=encoder", f"--export_dir={export_dir}", f"--max_seq_length={SEQ}"],
-            cwd=ROOT, capture_output=True, text=True,
-        )  # fmt: skip
+        result = commands.run(
+            "albert_tf.export_saved_model",
+            [
+                f"--model_dir={directory}",
+                "--task=encoder",
+                f"--export_dir={export_dir}",
+                f"--max_seq_length={SEQ}",
+            ],
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         with Servable(export_dir) as servable:
             got = servable.run("preprocess", {"text": texts})
