@@ -59,7 +59,7 @@ def encoder_inputs(features):
     return {name: features[name] for name in ENCODER_INPUTS}
 
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = commands.REPO
 SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
 SAMPLE_SPM = REPO / "albert_tf" / "sample" / "spm_8k.model"
 
