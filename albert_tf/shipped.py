@@ -53,6 +53,11 @@ def recipe_names(entry_point):
     return sorted(path.stem for path in (CONFIGS / folder).glob("*.flags") if mine(path.stem))
 
 
+def recipe_file(entry_point, name):
+    """The path of a shipped recipe of an entry point: recipe_file("run_pretraining", "tiny")."""
+    return str(CONFIGS / RECIPE_FOLDERS[entry_point] / f"{name}.flags")
+
+
 def _named_files(flag):
     if flag == "albert_config_file":
         return {name: CONFIGS / f"{name}.json" for name in config_names()}
@@ -108,7 +113,7 @@ def expand_recipe_names(argv, entry_point):
                 f"{entry_point}: error: --flagfile={value}: no such file, and not a recipe of "
                 f"{entry_point} ({', '.join(names) or 'it has none'})"
             )
-        path = f"{CONFIGS / RECIPE_FOLDERS[entry_point] / value}.flags"
+        path = recipe_file(entry_point, value)
         if equals:
             expanded[index] = f"{flag}={path}"
         else:

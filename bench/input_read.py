@@ -21,7 +21,7 @@ import tempfile
 
 from machine import describe
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from albert_tf import shipped  # first: albert_tf's CPU defaults apply before TensorFlow is imported
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "albert_tf", "sample", "records", "train.manifest.json")
@@ -39,7 +39,7 @@ def ours(pipelines, pipeline, output_dir):
     from albert_tf.pretraining.settings import PretrainingSettings
 
     settings = PretrainingSettings(
-        albert_config_file=os.path.join(ROOT, "configs", "albert_tiny.json"), input_file=MANIFEST,
+        albert_config_file=shipped.config_file("albert_tiny"), input_file=MANIFEST,
         output_dir=output_dir, max_seq_length=64, max_predictions_per_seq=10, train_batch_size=BATCH,
     )  # fmt: skip
     import tensorflow as tf

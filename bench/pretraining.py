@@ -24,7 +24,7 @@ import tempfile
 import sample_records  # bench/ is on sys.path when a bench script runs
 from rounds import best_round_seconds
 
-import albert_tf  # noqa: F401  (before TensorFlow: albert_tf's CPU defaults apply at its import)
+from albert_tf import shipped  # before TensorFlow: albert_tf's CPU defaults apply at its import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 128, 20
@@ -44,7 +44,7 @@ def ours(records, batch_size, output_dir, mixed_precision, jit_compile):
     from albert_tf.pretraining.settings import PretrainingSettings
 
     settings = PretrainingSettings(
-        albert_config_file=os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"),
+        albert_config_file=shipped.config_file("albert_base"),
         input_file=records,
         output_dir=output_dir,
         max_seq_length=SEQ,
@@ -67,7 +67,7 @@ def keras_hub_peer(records, batch_size, jit_compile="auto"):
     from albert_tf.config import AlbertConfig
     from albert_tf.pretraining.dataset import pretraining_dataset
 
-    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
+    config = AlbertConfig.from_json_file(shipped.config_file("albert_base"))
     backbone = keras_hub.models.AlbertBackbone(
         vocabulary_size=config.vocab_size,
         num_layers=config.num_hidden_layers,

@@ -38,6 +38,8 @@ import time
 
 from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
 
+from albert_tf import shipped
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OBJECTIVES = ("sop", "nsp")
 INITS = ("sop", "nsp", "random")
@@ -221,7 +223,7 @@ def build_records(work, corpus, spm, recipe):
 
 def write_config(work, recipe):
     """The tiny ALBERT (albert_tf/configs/albert_tiny.json) with the study's vocabulary and depth."""
-    with open(os.path.join(ROOT, "configs", "albert_tiny.json"), encoding="utf-8") as file:
+    with open(shipped.config_file("albert_tiny"), encoding="utf-8") as file:
         config = json.load(file)
     config["vocab_size"] = recipe["vocab_size"]
     config["num_hidden_layers"] = recipe["num_hidden_layers"]

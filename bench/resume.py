@@ -27,7 +27,7 @@ import time
 
 from machine import describe
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from albert_tf import shipped  # first: albert_tf's CPU defaults apply before TensorFlow is imported
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "data", "sample", "sample_corpus.txt")
@@ -65,7 +65,7 @@ def settings(input_file, output_dir):
     from albert_tf.pretraining.settings import PretrainingSettings
 
     return PretrainingSettings(
-        albert_config_file=os.path.join(ROOT, "configs", "albert_tiny.json"), input_file=input_file,
+        albert_config_file=shipped.config_file("albert_tiny"), input_file=input_file,
         output_dir=output_dir, max_seq_length=128, max_predictions_per_seq=20, train_batch_size=BATCH,
         num_train_steps=10**9, num_warmup_steps=10, save_checkpoints_steps=10**9, steps_per_loop=1,
         log_every_steps=10**9,

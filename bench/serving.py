@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from albert_tf import shipped  # first: albert_tf's CPU defaults apply before TensorFlow is imported
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
@@ -61,7 +61,7 @@ def sample_pairs(count):
 def base_config():
     from albert_tf.config import AlbertConfig
 
-    return AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", "albert_base.json"))
+    return AlbertConfig.from_json_file(shipped.config_file("albert_base"))
 
 
 def long_pairs(count):

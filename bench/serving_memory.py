@@ -1,7 +1,8 @@
 r"""What serving ALBERT costs in memory against BERT: export bytes, and the resident memory of a model server
-process that loaded the export and answered a batch, for ALBERT-base and BERT-base (configs/bert_base.json:
-BERT-base's shapes, nothing shared, no factorized embedding), float32 and bfloat16 exports, under glibc's
-malloc (what the stock TF Serving binary uses) and under jemalloc and tcmalloc preloaded (LD_PRELOAD).
+process that loaded the export and answered a batch, for ALBERT-base and BERT-base (the shipped config
+`bert_base`: BERT-base's shapes, nothing shared, no factorized embedding), float32 and bfloat16 exports,
+under glibc's malloc (what the stock TF Serving binary uses) and under jemalloc and tcmalloc preloaded
+(LD_PRELOAD).
 
     python bench/serving_memory.py              # batch 32 sentence pairs at 128 tokens
     python bench/serving_memory.py --batch=1 --allocators=glibc
@@ -24,7 +25,7 @@ import tempfile
 
 from absl import app, flags
 
-import albert_tf  # noqa: F401  (first: albert_tf's CPU defaults apply before TensorFlow is imported)
+from albert_tf import shipped  # first: albert_tf's CPU defaults apply before TensorFlow is imported
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
@@ -68,7 +69,7 @@ def export(name, precision, folder):
     from albert_tf.models import AlbertClassifier, AlbertEncoder
     from albert_tf.serving.export import export_saved_model
 
-    config = AlbertConfig.from_json_file(os.path.join(ROOT, "albert_tf", "configs", f"{name}.json"))
+    config = AlbertConfig.from_json_file(shipped.config_file(name))
     model = AlbertClassifier(AlbertEncoder(config), num_classes=2)
     path = export_saved_model(
         model, SPM, os.path.join(folder, name, precision, "1"), "classifier", SEQ, pair=True,

@@ -46,13 +46,14 @@ with Servable(sys.argv[1]) as servable:
 def export(path, sub_batch_size):
     import dataclasses
 
+    from albert_tf import shipped
     from albert_tf.config import AlbertConfig
     from albert_tf.models import AlbertEncoder
     from albert_tf.models.preprocessing import Preprocessing
     from albert_tf.models.task_models import AlbertSpanLabeler
     from albert_tf.serving.export import export_saved_model
 
-    config = AlbertConfig.from_json_file(os.path.join(REPO, "albert_tf", "configs", "albert_base.json"))
+    config = AlbertConfig.from_json_file(shipped.config_file("albert_base"))
     model = AlbertSpanLabeler(
         AlbertEncoder(dataclasses.replace(config, vocab_size=8000)),
         preprocessing=Preprocessing(max_seq_length=384, text_pair=True),

@@ -36,6 +36,8 @@ import time
 import sample_records  # bench/ is on sys.path: scripts run as python bench/NAME.py
 from machine import describe
 
+from albert_tf import shipped
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # albert_tf/configs/albert_tiny.json at 4 layers, written into the benchmark's scratch folder ({work}, below).
 FOUR_LAYERS = "--albert_config_file={work}/albert_tiny_4_layers.json"
@@ -66,7 +68,7 @@ def flag(args, name, default):
     for arg in reversed(args):
         if arg.startswith(f"--{name}="):
             return arg.split("=", 1)[1]
-    with open(os.path.join(ROOT, "configs", "pretrain", "tiny.flags"), encoding="utf-8") as file:
+    with open(shipped.recipe_file("run_pretraining", "tiny"), encoding="utf-8") as file:
         for line in file:
             if line.startswith(f"--{name}="):
                 return line.strip().split("=", 1)[1]
@@ -117,7 +119,7 @@ def main():
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}")
     found = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as work:
-        with open(os.path.join(ROOT, "configs", "albert_tiny.json"), encoding="utf-8") as file:
+        with open(shipped.config_file("albert_tiny"), encoding="utf-8") as file:
             four_layers = {**json.load(file), "num_hidden_layers": 4}
         with open(os.path.join(work, "albert_tiny_4_layers.json"), "w", encoding="utf-8") as file:
             json.dump(four_layers, file)

@@ -44,14 +44,13 @@ import subprocess
 import sys
 import time
 
+from albert_tf import shipped
+
 SHAPES = dict(batch_size=16, seq_length=128, predictions=20)
 
 
 def albert_base():
-    path = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "albert_base.json"
-    )
-    with open(path) as file:
+    with open(shipped.config_file("albert_base"), encoding="utf-8") as file:
         return json.load(file)
 
 
