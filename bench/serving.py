@@ -30,6 +30,7 @@ do; `pytorch_longest`: padding="longest").
 
 import argparse
 import concurrent.futures
+import importlib.util
 import multiprocessing
 import os
 import statistics
@@ -43,6 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from machine import describe  # noqa: E402  (bench/ is on sys.path: scripts run as python bench/NAME.py)
 
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
+# Each peer's modules: keras-hub comes with the `bench` extra, PyTorch and transformers do not.
+PEER_MODULES = {"keras_hub": ("keras_hub",), "pytorch": ("torch", "transformers")}
 SEQ = 128
 LATENCY_REQUESTS = 100  # batch-1 requests timed per row: p99 is the 99th of 100
 
@@ -241,6 +244,16 @@ def main():
     )
     args = parser.parse_args()
     peers = [peer for peer in args.peers.split(",") if peer]
+    for peer in peers:  # before minutes of measuring ours, not after
+        if peer not in PEER_MODULES:
+            parser.error(f"--peers={args.peers}: no peer {peer!r} (peers: {', '.join(PEER_MODULES)})")
+        missing = [module for module in PEER_MODULES[peer] if importlib.util.find_spec(module) is None]
+        if missing:
+            others = ",".join(other for other in peers if other != peer) or '""'
+            parser.error(
+                f"--peers={args.peers}: {peer} needs {' and '.join(missing)} (pip install "
+                f"{' '.join(missing).replace('_', '-')}), or measure without it: --peers={others}"
+            )
     pairs = sample_pairs(32 * args.iterations + LATENCY_REQUESTS)
     long = long_pairs(32 * args.iterations + 32)
     print(f"CPU: {describe()}", flush=True)
