@@ -44,12 +44,14 @@ import subprocess
 import sys
 import time
 
-from albert_tf import shipped
-
 SHAPES = dict(batch_size=16, seq_length=128, predictions=20)
 
 
 def albert_base():
+    # Imported here, not at the top: each worker runs this file again, and albert_tf imported before
+    # TensorFlow would turn oneDNN on for the workers that measure TensorFlow's own default.
+    from albert_tf import shipped
+
     with open(shipped.config_file("albert_base"), encoding="utf-8") as file:
         return json.load(file)
 
