@@ -38,8 +38,6 @@ import time
 
 from machine import describe  # bench/ is on sys.path: scripts run as python bench/NAME.py
 
-from albert_tf import shipped
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OBJECTIVES = ("sop", "nsp")
 INITS = ("sop", "nsp", "random")
@@ -223,6 +221,8 @@ def build_records(work, corpus, spm, recipe):
 
 def write_config(work, recipe):
     """The tiny ALBERT (albert_tf/configs/albert_tiny.json) with the study's vocabulary and depth."""
+    from albert_tf import shipped  # here: this process's TensorFlow keeps its own oneDNN default
+
     with open(shipped.config_file("albert_tiny"), encoding="utf-8") as file:
         config = json.load(file)
     config["vocab_size"] = recipe["vocab_size"]
