@@ -12,14 +12,27 @@ ROOT_NAMES = {"ROOT", "REPO"}
 OUTPUTS = ("runs/",)
 
 
+def _joined(node):
+    """[ROOT, "a", "b"] for `os.path.join(ROOT, "a", "b")` or `ROOT / "a" / "b"`, else None."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "os.path.join":
+        return node.args
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left = _joined(node.left) if isinstance(node.left, ast.BinOp) else [node.left]
+        return left and [*left, node.right]
+    return None
+
+
 def _paths_into_the_repository(source):
-    """(line, relative path) of each `os.path.join(ROOT, "a", "b", ...)` whose parts are all literals."""
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "os.path.join" and node.args):
+    """(line, relative path) of each path joined onto ROOT (or REPO) from literals only."""
+    tree = ast.parse(source)
+    inner = {id(n.left) for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)}
+    for node in ast.walk(tree):
+        parts = None if id(node) in inner else _joined(node)  # a chain once, whole
+        if not parts or len(parts) < 2:
             continue
-        first, rest = node.args[0], node.args[1:]
+        first, rest = parts[0], parts[1:]
         literal = all(isinstance(part, ast.Constant) and isinstance(part.value, str) for part in rest)
-        if isinstance(first, ast.Name) and first.id in ROOT_NAMES and rest and literal:
+        if isinstance(first, ast.Name) and first.id in ROOT_NAMES and literal:
             yield node.lineno, "/".join(part.value for part in rest)
 
 
