@@ -11,7 +11,7 @@ albert_tf/pretraining/run.py for what the run writes.
 import dataclasses
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from albert_tf import shipped, tf_startup
 from albert_tf.pretraining.settings import CHOICES, HELP, REQUIRED, PretrainingSettings
@@ -37,7 +37,6 @@ def main(argv):
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
     tf_startup.import_tensorflow_quietly()  # before anything imports TensorFlow
-    logging.set_verbosity(logging.WARNING)  # TensorFlow's per-save INFO lines would drown the progress line.
     from albert_tf.pretraining.run import TrainingError, run
 
     try:

@@ -15,6 +15,10 @@ CUDA lines are notices only on a machine without an NVIDIA driver (on a GPU mach
 not used). Later C++ messages are filtered by TensorFlow itself at `TF_CPP_MIN_LOG_LEVEL=1`, which we set:
 INFO lines (the CPU-feature notice of cpu_feature_guard.cc among them) are dropped, warnings and errors show.
 
+TensorFlow's Python INFO lines (absl logging: one per checkpoint saved, all-reduce traced and SavedModel
+signature written), which absl's `app.run` turns on, are held back too: a command prints its own progress.
+`--verbosity=0` (`-v 0`) on a command line shows them.
+
 Commands do this; importing the library (a notebook, a test) leaves TensorFlow's logging as the user has it,
 unless the notebook calls this first, as the shipped one does. A `TF_CPP_MIN_LOG_LEVEL` in the environment
 wins: then nothing is captured or dropped.
@@ -54,9 +58,11 @@ def is_startup_notice(line, gpu_driver=None):
 def import_tensorflow_quietly():
     """Imports TensorFlow and initializes its devices, writing back to stderr all but the start-up notices.
 
-    Does nothing when TensorFlow is already imported (too late to help) or when the environment sets
-    TF_CPP_MIN_LOG_LEVEL (the user's choice).
+    Does nothing to the C++ notices when TensorFlow is already imported (too late to help) or when the
+    environment sets TF_CPP_MIN_LOG_LEVEL (the user's choice). Python INFO lines are held back in any case,
+    unless --verbosity was given.
     """
+    _hold_back_info_lines()
     if "tensorflow" in sys.modules or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
@@ -79,3 +85,11 @@ def import_tensorflow_quietly():
             kept = [line for line in text.splitlines(keepends=True) if not is_startup_notice(line)]
             sys.stderr.write("".join(kept))
             sys.stderr.flush()
+
+
+def _hold_back_info_lines():
+    """absl logging at WARNING, unless the command line set --verbosity (absl's app.run sets INFO)."""
+    from absl import flags, logging
+
+    if not flags.FLAGS["verbosity"].present:
+        logging.set_verbosity(logging.WARNING)

@@ -55,6 +55,24 @@ def test_a_fine_tuning_command_reading_a_remote_path_prints_no_start_up_notices(
     assert not CPP_LOG_LINE.search(result.stderr), result.stderr
 
 
+# A command's main under absl's app.run, which sets TensorFlow's Python logging to INFO; the environment's
+# TF_CPP_MIN_LOG_LEVEL keeps TensorFlow unimported, so this checks the logging rule alone.
+LOGGING_LEVEL = """
+from absl import app, logging
+from albert_tf import tf_startup
+def main(argv):
+    tf_startup.import_tensorflow_quietly()
+    print(logging.get_verbosity())
+app.run(main)
+"""
+
+
+def test_commands_hold_back_python_info_lines_unless_verbosity_is_given():
+    """Without it, every SavedModel signature and checkpoint save prints an INFO line among the command's."""
+    assert run(["-c", LOGGING_LEVEL], TF_CPP_MIN_LOG_LEVEL="1").stdout.split() == ["-1"]  # WARNING
+    assert run(["-c", LOGGING_LEVEL, "--verbosity=0"], TF_CPP_MIN_LOG_LEVEL="1").stdout.split() == ["0"]
+
+
 def test_an_explicit_log_level_wins():
     result = run(SUMMARY, TF_CPP_MIN_LOG_LEVEL="0")
     assert "absl::InitializeLog()" in result.stderr and "oneDNN custom operations are on" in result.stderr

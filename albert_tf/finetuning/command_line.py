@@ -10,7 +10,7 @@ run with one line naming the entry point and the problem.
 import dataclasses
 import sys
 
-from absl import flags, logging
+from absl import flags
 
 from albert_tf import file_io, tf_startup
 from albert_tf.finetuning import task_data
@@ -82,7 +82,6 @@ def main(settings_class, command, run, convert=None):
         data is read.
       convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
     """
-    logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines (one per all-reduce) would drown ours.
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}
     for name, function in (convert or {}).items():
         values[name] = function(values[name])

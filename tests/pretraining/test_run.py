@@ -453,6 +453,7 @@ def test_command_line_prints_progress_and_rejects_typos(data, tmp_path):
     )
     assert re.search(r"eval at step 6: .*masked_lm_baseline_accuracy 0\.\d{4}", result.stderr)
     assert (tmp_path / "eval_results.json").exists()
+    assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr[-2000:]  # INFO held back
     typo = run_module([*flags_of(settings(data, tmp_path / "typo")), "--num_train_step=3"], check=False)
     assert (
         typo.returncode != 0

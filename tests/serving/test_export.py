@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -1041,6 +1042,9 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
          f"--max_seq_length={SEQ}", "--text_pair", f"--precision={precision}"],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    # TensorFlow's INFO lines (one per signature written, ...) are held back; warnings would show.
+    assert "export_saved_model: wrote " in result.stderr
+    assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr[-2000:]
     texts = TEXTS + BAD_TEXTS  # 10: with the default sub-batch size, a full sub-batch and a short one
     with Servable(tmp_path / "served" / "1") as servable:
         classified = servable.run("classify", {"inputs": example_inputs(["a"], ["b"])})
