@@ -266,6 +266,9 @@ class BuildSummary:
     def __str__(self):
         s, inputs = self.stats, self.manifest.inputs
         masked = max(s["masked"], 1)
+        # What label 1 means: BERT's random next sentence, or ALBERT's swapped segments.
+        random_next = self.manifest.settings["options"]["random_next_sentence"]
+        pairs, label_1 = ("next sentence", "random next") if random_next else ("sentence order", "swapped")
         lines = [
             f"create_pretraining_data: done in {self.seconds:.1f} s",
             f"  input: {len(inputs)} file(s), {sum(i['bytes'] for i in inputs) / 1e6:.2f} MB, "
@@ -277,6 +280,6 @@ class BuildSummary:
             f"  masked: {s['masked'] / max(s['tokens'], 1):.1%} of tokens "
             f"({s['masked_as_mask'] / masked:.1%} [MASK], {s['masked_kept'] / masked:.1%} kept, "
             f"{s['masked_random'] / masked:.1%} random)",
-            f"  sentence order: {s['label_1'] / max(s['instances'], 1):.1%} label 1 (swapped or random next)",
+            f"  {pairs}: {s['label_1'] / max(s['instances'], 1):.1%} label 1 ({label_1})",
         ]
         return "\n".join(lines)

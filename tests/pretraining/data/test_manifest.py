@@ -1,5 +1,8 @@
+import dataclasses
+
 import pytest
 
+from albert_tf import shipped
 from albert_tf.pretraining.data.manifest import (
     SCHEME_VERSION,
     Manifest,
@@ -7,6 +10,7 @@ from albert_tf.pretraining.data.manifest import (
     output_paths,
     relative_name,
 )
+from albert_tf.pretraining.data.units import BuildSummary
 
 
 def test_output_paths_expand_sharded_names_and_name_the_manifest():
@@ -74,3 +78,16 @@ def test_shard_paths_resolve_wherever_the_manifest_and_its_shards_lie(manifest, 
     written = Manifest(settings={}, inputs=[], shards=[{"file": stored, "records": 1}], statistics={},
                        path=manifest)  # fmt: skip
     assert written.shard_paths() == [shard]
+
+
+def test_a_build_summary_says_what_label_1_means_for_the_builds_objective():
+    """Sentence order: label 1 is a swapped pair; next sentence (--random_next_sentence): a random one."""
+    sample = Manifest.load(str(shipped.SAMPLE / "records" / "train.manifest.json"))
+    options = sample.settings["options"]
+    assert options["random_next_sentence"] is False
+    lines = str(BuildSummary(sample, seconds=1.0)).splitlines()
+    assert lines[-1].startswith("  sentence order: ") and lines[-1].endswith("% label 1 (swapped)")
+    nsp_options = {**options, "random_next_sentence": True}
+    nsp = dataclasses.replace(sample, settings={**sample.settings, "options": nsp_options})
+    lines = str(BuildSummary(nsp, seconds=1.0)).splitlines()
+    assert lines[-1].startswith("  next sentence: ") and lines[-1].endswith("% label 1 (random next)")
