@@ -26,7 +26,6 @@ from rounds import best_round_seconds
 
 from albert_tf import shipped  # before TensorFlow: albert_tf's CPU defaults apply at its import
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS = 128, 20
 
 

@@ -62,6 +62,8 @@ def encoder_inputs(features):
 REPO = commands.REPO
 SAMPLE_CORPUS = REPO / "data" / "sample" / "sample_corpus.txt"
 SAMPLE_SPM = REPO / "albert_tf" / "sample" / "spm_8k.model"
+# An INFO line of absl's format (TensorFlow's C++ and Python logging): severity, month, day.
+INFO_LINE = re.compile(r"^I\d{4} .*$", re.MULTILINE)
 
 
 def small_spm(folder, vocab_size=90):

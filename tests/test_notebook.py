@@ -10,6 +10,8 @@ import nbclient
 import nbformat
 import pytest
 
+from tests.helpers import INFO_LINE
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "finetune_text_classification.ipynb"
 
@@ -48,7 +50,7 @@ def test_notebook_fine_tunes_exports_and_beats_random_init(tmp_path, monkeypatch
     shown = "".join(o.get("text", "") for cell in notebook.cells for o in cell.get("outputs", []))
     for notice in ("failed call to cuInit", "oneDNN custom operations are on", "absl::InitializeLog"):
         assert notice not in shown, f"a TensorFlow start-up notice in the notebook's outputs: {notice}"
-    info_lines = re.findall(r"^I\d{4} .*$", shown, flags=re.MULTILINE)  # C++ INFO lines of any kind
+    info_lines = INFO_LINE.findall(shown)  # INFO lines of any kind
     assert not info_lines, info_lines
     printed = "".join(o["text"] for o in notebook.cells[-2].outputs if o.get("name") == "stdout")
     served = re.findall(r"^(\w+) +(0\.\d\d|1\.00)  (.+)$", printed, flags=re.MULTILINE)

@@ -14,7 +14,6 @@ import collections
 import dataclasses
 import json
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -45,7 +44,7 @@ from albert_tf.serving.servable import Servable, ServingError
 from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests import commands
-from tests.helpers import SAMPLE_CORPUS, tiny_config
+from tests.helpers import INFO_LINE, SAMPLE_CORPUS, tiny_config
 from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1044,7 +1043,7 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
     assert result.returncode == 0, result.stderr[-3000:]
     # TensorFlow's INFO lines (one per signature written, ...) are held back; warnings would show.
     assert "export_saved_model: wrote " in result.stderr
-    assert not re.search(r"^I\d{4} ", result.stderr, re.MULTILINE), result.stderr[-2000:]
+    assert not INFO_LINE.search(result.stderr), result.stderr[-2000:]
     texts = TEXTS + BAD_TEXTS  # 10: with the default sub-batch size, a full sub-batch and a short one
     with Servable(tmp_path / "served" / "1") as servable:
         classified = servable.run("classify", {"inputs": example_inputs(["a"], ["b"])})
