@@ -359,6 +359,7 @@ def test_remat_reaches_the_fine_tuned_model(data, tmp_path):
     assert classifier.ClassifierTask(settings).model.encoder.remat  # its updates: tests/models/test_remat.py
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("one_classifier_process")
 def test_gradient_accumulation_gives_the_whole_batch_update(one_classifier_process, tmp_path, capsys):
     one, whole_batch = one_classifier_process

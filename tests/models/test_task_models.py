@@ -207,6 +207,7 @@ def test_a_task_model_keeps_its_preprocessing_and_refuses_other_pairing(cls, arg
         cls.from_model_dir(str(tmp_path / "tuned"), text_pair=False, **arguments)
 
 
+@pytest.mark.slow
 def test_a_classifier_fits_evaluates_and_predicts_on_raw_text(tmp_path):
     """Strings in, as a notebook user has them: tokenized in tf.data by the in-graph tokenizer, as the
     Python tokenizer packs them at the model's length; the pairing is recorded and then held to; label
@@ -257,6 +258,7 @@ def test_a_classifier_fits_evaluates_and_predicts_on_raw_text(tmp_path):
         model.fit(texts[:2], ["good", "neutral"], verbose=0)
 
 
+@pytest.mark.slow
 def test_a_classifier_fit_on_pairs_keeps_them_apart_and_other_heads_refuse_text(tmp_path):
     config = tiny_config(vocab_size=8000, max_position_embeddings=32)
     model_dir.save_model_dir(
@@ -282,6 +284,7 @@ def test_a_classifier_fit_on_pairs_keeps_them_apart_and_other_heads_refuse_text(
         span.fit((first, second), [0, 1, 2], verbose=0)
 
 
+@pytest.mark.slow
 def test_multiple_choice_fits_and_predicts_on_passages_and_choices(tmp_path):
     config = tiny_config(vocab_size=8000, max_position_embeddings=32)
     model_dir.save_model_dir(

@@ -109,6 +109,7 @@ def test_each_pipeline_reads_only_its_lanes_shards_each_record_once_an_epoch(bui
     assert read == [BATCH / pipelines] * pipelines  # records read per step, per pipeline
 
 
+@pytest.mark.slow
 def test_global_batches_and_masks_are_the_same_for_1_2_and_4_pipelines(built, tmp_path):
     inputs = PretrainingInput(settings(built, tmp_path, online_masking=True), 8000, log=None)
     assert inputs.train_manifest is not None

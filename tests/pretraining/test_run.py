@@ -232,12 +232,14 @@ def test_the_training_input_is_released_when_training_ends(data, tmp_path):
     assert not left, left
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_gives_the_larger_batch_update(data, tmp_path):
     run(exact_settings(data, tmp_path / "one"))
     run(dataclasses.replace(exact_settings(data, tmp_path / "two"), gradient_accumulation_steps=2))
     assert_same_weights(tmp_path / "one", tmp_path / "two", atol=2e-6)
 
 
+@pytest.mark.slow
 def test_remat_trains_to_the_weights_of_a_run_without_it_with_dropout_on(data, tmp_path):
     run(settings(data, tmp_path / "kept", eval_input_file=None))
     recomputed = settings(data, tmp_path / "recomputed", eval_input_file=None, remat=True)
@@ -604,6 +606,7 @@ def test_a_learning_rate_spike_is_caught_rolled_back_and_recorded(data, tmp_path
     assert any("loss spike" in entry.get("collapse", "") for entry in history), history
 
 
+@pytest.mark.slow
 def test_a_rollback_restores_the_healthy_checkpoint_and_keeps_the_input_position(data, tmp_path):
     steps = dict(eval_input_file=None, save_checkpoints_steps=2)
     healthy = build(settings(data, tmp_path, num_train_steps=4, **steps))
