@@ -261,3 +261,7 @@ def test_build_md_lists_what_each_install_command_installs():
                 listed[command.strip()] = {item.split()[0] for item in comment.lstrip(" +").split(", ")}
     assert listed["pip install -e ."] == _requirement_names(install_requires)
     assert listed['pip install -e ".[test]"'] == _requirement_names(extras["test"])
+    # The TPU VM's install: tensorflow-tpu for tensorflow, then every other requirement by name.
+    tpu = next(block.text for block in shell_blocks("BUILD.md") if "tensorflow-tpu" in block.text)
+    named = {re.split(r"[<>=!~\[ ]", word.strip('"'))[0] for word in tpu.split() if not word.startswith("-")}
+    assert _requirement_names(install_requires) - {"tensorflow"} <= named and "tensorflow-tpu" in named

@@ -42,6 +42,9 @@ class Conversion:
     # The step the weights were trained to: a TF1 checkpoint's global_step, a model directory's; None when
     # the source does not say (Hugging Face directories).
     global_step: int | None = None
+    # Whether the model takes lowercased text: a Hugging Face directory's tokenizer_config.json says, a model
+    # directory's tokenizer.json; Google's releases are all lowercased.
+    do_lower_case: bool = True
 
 
 def _load(pretrainer: AlbertPretrainer, weights: dict[str, np.ndarray], source: str) -> list[str]:
@@ -205,8 +208,23 @@ def _hf_tensors(directory) -> dict[str, np.ndarray]:
     )
 
 
+def _hf_do_lower_case(directory) -> bool:
+    """tokenizer_config.json's do_lower_case (transformers' AlbertTokenizer default, True, without one)."""
+    path = file_io.join(directory, "tokenizer_config.json")
+    if not file_io.exists(path):
+        return True
+    try:
+        value = json.loads(file_io.read_text(path)).get("do_lower_case", True)
+    except (ValueError, AttributeError):
+        raise ConversionError(f"{path}: not a JSON object (transformers' tokenizer settings)") from None
+    if not isinstance(value, bool):
+        raise ConversionError(f"{path}: do_lower_case is {value!r}, expected true or false")
+    return value
+
+
 def from_hf(directory) -> Conversion:
-    """Converts a Hugging Face ALBERT directory (config.json, weights, spiece.model)."""
+    """Converts a Hugging Face ALBERT directory (config.json, weights, spiece.model, and
+    tokenizer_config.json's casing when it has one)."""
     config = _hf_config(directory)
     tensors = hf_names.normalize_hf_names(_hf_tensors(directory))
     mapping = hf_names.hf_to_tf1_names(config)
@@ -229,7 +247,8 @@ def from_hf(directory) -> Conversion:
     notes = _load(pretrainer, weights, directory)
     if unused:
         notes.append(f"{directory}: tensors not converted: {', '.join(unused)}")
-    return Conversion(pretrainer, _only_file(directory, "spiece.model"), task_heads, notes)
+    spm = _only_file(directory, "spiece.model")
+    return Conversion(pretrainer, spm, task_heads, notes, do_lower_case=_hf_do_lower_case(directory))
 
 
 def from_any(path) -> Conversion:
@@ -237,7 +256,8 @@ def from_any(path) -> Conversion:
     original TF1 release (a directory or a checkpoint prefix), whichever path is."""
     if model_files.is_model_dir(path):
         pretrainer, spm = model_dir.load_pretrainer(path), model_files.spm_model_file(path)
-        return Conversion(pretrainer, spm, {}, [], global_step=model_files.global_step(path))
+        step, lowercased = model_files.global_step(path), model_files.do_lower_case(path)
+        return Conversion(pretrainer, spm, {}, [], global_step=step, do_lower_case=lowercased)
     if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
     return from_tf1(path)
@@ -258,8 +278,9 @@ def write_model_dir(conversion: Conversion, output_dir):
 
     def write(folder):
         model_dir.save_model_dir(
-            conversion.pretrainer, folder, spm_model=conversion.spm_model, step=conversion.global_step
-        )
+            conversion.pretrainer, folder, spm_model=conversion.spm_model, step=conversion.global_step,
+            do_lower_case=conversion.do_lower_case,
+        )  # fmt: skip
         if conversion.task_heads:
             buffer = io.BytesIO()
             np.savez(buffer, **conversion.task_heads)
@@ -303,7 +324,7 @@ def to_hf(directory, output_dir):
         eos_token_id=3,
         tie_word_embeddings=True,
     )
-    spm = model_files.spm_model_file(directory)
+    spm, lowercased = model_files.spm_model_file(directory), model_files.do_lower_case(directory)
 
     def write(folder):
         tensors_bytes = save(tensors, metadata={"format": "pt"})
@@ -313,7 +334,12 @@ def to_hf(directory, output_dir):
         )
         if spm:
             file_io.copy(spm, file_io.join(folder, "spiece.model"))
-            tokenizer = {"tokenizer_class": "AlbertTokenizer", "do_lower_case": True, "keep_accents": False}
+            # keep_accents false: the original's preprocessing strips accents, cased or not.
+            tokenizer = {
+                "tokenizer_class": "AlbertTokenizer",
+                "do_lower_case": lowercased,
+                "keep_accents": False,
+            }
             text = json.dumps(tokenizer, indent=2, sort_keys=True)
             file_io.write_atomically(file_io.join(folder, "tokenizer_config.json"), text.encode())
 

@@ -214,5 +214,7 @@ def _write_outputs(run_, results):
         _write_results(path, results)
         history = run_.engine.history_path
         log.line(f"evaluation: {', '.join([path] + ([history] if file_io.exists(history) else []))}")
+    elif s.do_eval and not s.eval_input_file:
+        log.line("no evaluation: no --eval_input_file")
     if log.summary_folders():
         log.line(f"TensorBoard: tensorboard --logdir {s.output_dir}")

@@ -20,8 +20,9 @@ from safetensors.numpy import load_file
 
 from albert_tf import model_files
 from albert_tf.checkpoints import convert
-from albert_tf.models import model_dir
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests import commands
+from tests.helpers import SAMPLE_SPM, tiny_config
 from tests.models.test_goldens import GOLDENS, load_golden, pretrainer_outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -177,6 +178,22 @@ def test_pytorch_bin_without_torch_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
     with pytest.raises(convert.ConversionError, match=r"pytorch_model\.bin: .* needs torch"):
         convert.from_hf(str(folder))
+
+
+@pytest.mark.parametrize("lowercased", [True, False])
+def test_the_casing_survives_the_round_trip_through_hugging_face(tmp_path, lowercased):
+    """A cased model (do_lower_case false) written as a Hugging Face directory says so in its
+    tokenizer_config.json, as transformers' AlbertTokenizer reads it, and converts back cased."""
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config()))
+    model_dir.save_model_dir(pretrainer, tmp_path / "ours", str(SAMPLE_SPM), do_lower_case=lowercased)
+    convert.to_hf(str(tmp_path / "ours"), tmp_path / "hf")
+    settings = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert settings["do_lower_case"] is lowercased and settings["keep_accents"] is False
+    convert.write_model_dir(convert.from_hf(str(tmp_path / "hf")), tmp_path / "back")
+    assert model_files.do_lower_case(tmp_path / "back") is lowercased
+    (tmp_path / "hf" / "tokenizer_config.json").write_text('{"do_lower_case": "no"}')
+    with pytest.raises(convert.ConversionError, match=r"tokenizer_config\.json: do_lower_case is 'no'"):
+        convert.from_hf(str(tmp_path / "hf"))
 
 
 def test_command_line_converts_a_release(tmp_path):

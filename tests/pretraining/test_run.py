@@ -348,8 +348,11 @@ def write_tf1_release(pretrainer, folder):
 
 
 @pytest.mark.slow
-def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(data, tmp_path):
+def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(
+    data, tmp_path, capsys
+):
     run(settings(data, tmp_path / "first", eval_input_file=None))
+    assert "no evaluation: no --eval_input_file" in capsys.readouterr().err  # trains, and says why no eval
     trained = model_dir.load_pretrainer(str(tmp_path / "first"))
     convert.to_hf(str(tmp_path / "first"), str(tmp_path / "hf"))
     write_tf1_release(trained, str(tmp_path / "tf1"))
