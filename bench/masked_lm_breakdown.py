@@ -13,6 +13,8 @@ masked too): a floor for what the context offers.
 """
 
 import argparse
+import json
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -44,10 +46,24 @@ def split_by_input(predictions, vocab_size):
     return found, targets_at_mask.max() / max(found["[MASK]"][1], 1)
 
 
+def record_shape(records):
+    """{max_seq_length, max_predictions_per_seq} of create_pretraining_data's records, from the manifest
+    beside them: records `DIR/eval-00000-of-00001` or `DIR/eval-*` have `DIR/eval.manifest.json`."""
+    folder, name = os.path.split(records)
+    path = os.path.join(folder, f"{name.split('-')[0]}.manifest.json")
+    try:
+        with open(path, encoding="utf-8") as file:
+            options = json.load(file)["settings"]["options"]
+    except FileNotFoundError:
+        raise SystemExit(
+            f"{records}: no manifest {path} beside them (create_pretraining_data writes one)"
+        ) from None
+    return {key: options[key] for key in ("max_seq_length", "max_predictions_per_seq")}
+
+
 def held_out_batches(records, batches):
-    """The first `batches` batches of 64 of held-out records (seq 128, 20 predictions), in file order."""
-    dataset = pretraining_dataset(records, batch_size=64, max_seq_length=128, max_predictions_per_seq=20,
-                                  is_training=False)  # fmt: skip
+    """The first `batches` batches of 64 of held-out records, in file order."""
+    dataset = pretraining_dataset(records, batch_size=64, is_training=False, **record_shape(records))
     return list(dataset.take(batches))
 
 

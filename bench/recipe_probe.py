@@ -7,8 +7,9 @@ frequent target's share there: a model that learned no context gets that share) 
     python bench/recipe_probe.py --records=runs/study/records/sop --steps=1500 --set=num_attention_heads=4
     python bench/recipe_probe.py --records=runs/study/records/sop --steps=1500 --epsilon=1e-9
 
---records is a folder of create_pretraining_data's output (train-* and eval-* shards of seq 128). One process,
-in-memory, no checkpoints: for deciding what a run_pretraining recipe should be, not for training a model.
+--records is a folder of create_pretraining_data's output (train-* and eval-* shards and their manifests, of
+any shape). One process, in memory, no checkpoints: for deciding what a run_pretraining recipe should be, not
+for training a model.
 """
 
 import argparse
@@ -17,7 +18,7 @@ import time
 
 import keras
 import tensorflow as tf
-from masked_lm_breakdown import held_out_batches, split_by_input  # bench/ is on sys.path when it runs
+from masked_lm_breakdown import held_out_batches, record_shape, split_by_input  # bench/ is on sys.path
 
 from albert_tf.config import AlbertConfig
 from albert_tf.features import PRETRAINER_INPUTS
@@ -61,7 +62,7 @@ def main():
         values[key] = type(values[key])(value)
     model = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_dict(values)))
     update = optimizer(args)
-    shapes = dict(max_seq_length=128, max_predictions_per_seq=20)
+    shapes = record_shape(f"{args.records}/train-*")
     train = iter(pretraining_dataset(f"{args.records}/train-*", batch_size=args.batch, **shapes))
     held_out = held_out_batches(f"{args.records}/eval-*", 20)
     variables = model.trainable_variables
