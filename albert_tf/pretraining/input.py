@@ -73,6 +73,7 @@ class PretrainingInput:
         self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
         self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
         self.eval_files = None
+        self.manifests = {}  # flag → the manifest of the records it names, when they have one
         self.train_context = None  # this process's tf.distribute.InputContext, once training reads
         if s.do_train:
             self._check(self._files(s.input_file, self.train_manifest), "--input_file", self.train_manifest)
@@ -94,6 +95,7 @@ class PretrainingInput:
                 f"{s.max_seq_length}"
             )
         if manifest is not None:
+            self.manifests[flag] = manifest
             _check_sizes(flag, manifest)
             self._check_tokenizer(flag, manifest)
         check_records(
@@ -105,10 +107,7 @@ class PretrainingInput:
         vocabulary, and be --spm_model_file when that is given. Models are compared by content (the
         manifest's SHA-256: a copy anywhere is the same model), from any working directory."""
         s = self.settings
-        built = manifest.tokenizer_path()
-        expected = manifest.tokenizer_sha256
-        if expected is None and built and file_io.exists(built):  # a manifest from before the SHA-256
-            expected = _sha256(built)
+        built, expected = manifest.tokenizer_path(), _built_sha256(manifest)
         on_disk = built if built and file_io.exists(built) else None
         if s.spm_model_file and expected is not None and _sha256(s.spm_model_file) != expected:
             given = load_sentencepiece(s.spm_model_file).get_piece_size()
@@ -124,6 +123,25 @@ class PretrainingInput:
         model = s.spm_model_file or on_disk
         if model:
             check_fits_vocabulary(model, self.vocab_size, s.albert_config_file)
+
+    def check_starting_model(self, source, spm_model, do_lower_case):
+        """--init_checkpoint's model must read the records' ids as they were built: with the SentencePiece
+        model (by content) and the casing each manifest names. TokenizerError naming both otherwise."""
+        casing = {True: "lowercased", False: "cased"}
+        for flag, manifest in self.manifests.items():
+            expected = _built_sha256(manifest)
+            if spm_model and expected is not None and _sha256(spm_model) != expected:
+                raise TokenizerError(
+                    f"--init_checkpoint={source}: its SentencePiece model {spm_model} is not the one "
+                    f"{manifest.path} ({flag}) was built with, {manifest.tokenizer_path()}: the records' ids "
+                    "mean other pieces to it"
+                )
+            built_lowercased = manifest.settings.get("do_lower_case", True)
+            if do_lower_case is not None and do_lower_case != built_lowercased:
+                raise TokenizerError(
+                    f"--init_checkpoint={source} takes {casing[do_lower_case]} text, but {manifest.path} "
+                    f"({flag}) was built from {casing[built_lowercased]} text"
+                )
 
     @property
     def do_lower_case(self):
@@ -205,6 +223,14 @@ class PretrainingInput:
             max_seq_length=s.max_seq_length, max_predictions_per_seq=s.max_predictions_per_seq,
             is_training=False, input_context=input_context, online_masking=self.masking, seed=s.seed,
         )  # fmt: skip
+
+
+def _built_sha256(manifest):
+    """The SHA-256 of the SentencePiece model the records were built with (None when unknown)."""
+    built = manifest.tokenizer_path()
+    if manifest.tokenizer_sha256 is None and built and file_io.exists(built):  # a manifest before the hash
+        return _sha256(built)
+    return manifest.tokenizer_sha256
 
 
 def _sha256(path):

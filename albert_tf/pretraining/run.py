@@ -61,6 +61,9 @@ def _start_from(task, engine, path, log, train):
     Returns:
       (its SentencePiece model or None, the step its weights were trained to or None when it does not say:
       a training checkpoint's, a model directory's global_step.json, a TF1 checkpoint's global_step).
+
+    Raises:
+      TokenizerError: its SentencePiece model or casing is not the one the records were built with.
     """
     prefix = _training_checkpoint(path)
     if prefix:
@@ -72,6 +75,7 @@ def _start_from(task, engine, path, log, train):
     from albert_tf.checkpoints import convert
 
     conversion = convert.from_any(path)
+    task.inputs.check_starting_model(path, conversion.spm_model, conversion.do_lower_case)
     task.load_weights_of(conversion.pretrainer, path)
     for note in conversion.notes:
         log.line(note)

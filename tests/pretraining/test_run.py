@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import features, model_files
+from albert_tf import features, model_files, shipped
 from albert_tf.checkpoints import convert, tf1_variables
-from albert_tf.models import model_dir
+from albert_tf.config import AlbertConfig
+from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from albert_tf.pretraining import dataset, losses
 from albert_tf.pretraining.run import build, run
 from albert_tf.pretraining.settings import PretrainingSettings
@@ -345,6 +346,35 @@ def write_tf1_release(pretrainer, folder):
         prefix=os.path.join(folder, "model.ckpt-best"), tensor_names=names,
         shape_and_slices=[""] * len(names), tensors=[tf.constant(tensors[n]) for n in names],
     )  # fmt: skip
+
+
+def test_a_starting_model_with_another_tokenizer_or_casing_than_the_records_is_refused(tmp_path):
+    """--init_checkpoint's model must read the records' ids as they were built (the sample's manifest names
+    its SentencePiece model and lowercasing): another SentencePiece model, or a cased model, is refused
+    before any weight is loaded, naming both; the records' own tokenizer and casing start."""
+    config = shipped.config_file("albert_tiny")
+    pretrainer = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
+    cases = (
+        ("other", small_spm(tmp_path), True, r"its SentencePiece model .*other/spm\.model is not the one "
+         r".*train\.manifest\.json \(--input_file\) was built with, .*spm_8k\.model"),
+        ("cased", str(SAMPLE_SPM), False, r"takes cased text, but .*train\.manifest\.json \(--input_file\) "
+         r"was built from lowercased text"),
+        ("same", str(SAMPLE_SPM), True, None),
+    )  # fmt: skip
+    for name, spm, lowercased, refusal in cases:
+        model_dir.save_model_dir(pretrainer, tmp_path / name, spm, do_lower_case=lowercased)
+        run_settings = PretrainingSettings(
+            albert_config_file=config, input_file=shipped.resolve("input_file", "sample"),
+            output_dir=str(tmp_path / f"run_{name}"), max_seq_length=64, max_predictions_per_seq=10,
+            train_batch_size=8, num_train_steps=1, num_warmup_steps=0, init_checkpoint=str(tmp_path / name),
+        )  # fmt: skip
+        if refusal:
+            with pytest.raises(TokenizerError, match=refusal):
+                build(run_settings)
+        else:
+            started = build(run_settings)
+            for ours, saved in zip(started.model.weights, pretrainer.weights, strict=True):
+                np.testing.assert_array_equal(np.asarray(ours), np.asarray(saved))
 
 
 @pytest.mark.slow
