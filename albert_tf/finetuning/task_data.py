@@ -11,7 +11,7 @@ import dataclasses
 from albert_tf import file_io, model_files
 from albert_tf.finetuning import glue, race, squad
 from albert_tf.finetuning.glue import DataError
-from albert_tf.text.span_settings import check_window_settings
+from albert_tf.text.span_settings import check_answer_settings, check_window_settings
 from albert_tf.text.tokenizer import check_fits_vocabulary
 
 
@@ -44,6 +44,12 @@ def read(settings, command) -> TaskData:
     if s.max_seq_length > positions:
         raise ValueError(
             f"--max_seq_length={s.max_seq_length} exceeds the model's max_position_embeddings={positions}"
+        )
+    if not s.do_train and not model_files.has_task_model(s.model_dir):
+        raise ValueError(
+            f"--nodo_train needs a fine-tuned --model_dir ({model_files.TASK_MODEL_FILE}, what a fine-tuning "
+            f"run writes to its --output_dir): {s.model_dir} holds a pretrained model, whose task head would "
+            "be random"
         )
     do_lower_case = model_files.do_lower_case(s.model_dir)  # a cased model's text keeps its case
     splits, labels = READERS[command](s)
@@ -93,6 +99,7 @@ def squad_splits(settings):
     The window flags are checked first."""
     s = settings
     check_window_settings(s.max_seq_length, s.doc_stride, s.max_query_length)
+    check_answer_settings(s.n_best_size, s.max_answer_length)
     splits = {}
     if s.do_train:
         if not s.train_file:

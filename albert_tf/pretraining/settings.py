@@ -11,6 +11,7 @@ OPTIMIZERS = ("lamb", "adamw")
 POSITIVE = (
     "num_train_steps", "save_checkpoints_steps", "steps_per_loop", "log_every_steps",
     "gradient_accumulation_steps", "train_batch_size", "eval_batch_size", "max_eval_steps",
+    "max_seq_length", "max_predictions_per_seq",
 )  # fmt: skip
 
 
@@ -61,6 +62,8 @@ class PretrainingSettings:
         for name in POSITIVE:
             if getattr(self, name) <= 0:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.masked_lm_prob <= 1:
+            raise ValueError(f"--masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
         if self.eval_every_steps < 0:
             raise ValueError(
                 f"--eval_every_steps must be 0 (only at the end) or positive, got {self.eval_every_steps}"

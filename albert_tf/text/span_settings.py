@@ -16,6 +16,14 @@ def check_window_settings(seq_length, doc_stride, max_query_length):
         )
 
 
+def check_answer_settings(n_best_size, max_answer_length):
+    """Raises ValueError naming the flag unless answers can be chosen: at least one candidate position and
+    answers of at least one token."""
+    for name, value in (("n_best_size", n_best_size), ("max_answer_length", max_answer_length)):
+        if value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}")
+
+
 @dataclasses.dataclass(frozen=True)
 class SpanSettings:
     """How contexts are windowed and answers chosen; `run_squad` keeps its settings in the model
@@ -36,6 +44,9 @@ class SpanSettings:
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_threshold: float = 0.0
+
+    def __post_init__(self):
+        check_answer_settings(self.n_best_size, self.max_answer_length)
 
     @classmethod
     def of(cls, model, max_seq_length=None, **given):

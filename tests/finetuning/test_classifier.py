@@ -125,6 +125,18 @@ def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setu
     assert not imported_tensorflow(result.stderr)
 
 
+def test_nodo_train_on_a_pretrained_model_is_refused_before_tensorflow_starts(setup, tmp_path):
+    """Evaluating or predicting needs a fine-tuned model: a pretrained one's head would be random."""
+    result = subprocess.run(
+        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier",
+         *flags(setup, tmp_path / "out", "--nodo_train", "--do_predict")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert re.search(r"--nodo_train needs a fine-tuned --model_dir .*model holds a pretrained", result.stderr)
+    assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
+
+
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line_before_training(setup, tmp_path):
     small = tmp_path / "model"
     model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), small, SPM)  # 97 ids, 8k pieces

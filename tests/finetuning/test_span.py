@@ -11,6 +11,7 @@ import pytest
 
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, AlbertSpanLabeler, model_dir
 from albert_tf.serving.servable import Servable
+from albert_tf.text.span_settings import SpanSettings
 from tests import commands
 from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
@@ -162,6 +163,15 @@ def test_windows_without_room_are_refused_before_tensorflow_starts(setup, tmp_pa
     assert result.returncode == 1
     assert "max_query_length 8 and doc_stride 0 leave no room for the question" in result.stderr
     assert not imported_tensorflow(result.stderr)
+
+
+def test_answer_settings_that_choose_nothing_are_refused_before_tensorflow_starts(setup, tmp_path):
+    result = run_squad_fresh(setup, tmp_path / "out", "v1.1", "--max_answer_length=0")
+    assert result.returncode == 1
+    assert "--max_answer_length must be at least 1, got 0" in result.stderr
+    assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="--n_best_size must be at least 1, got 0"):  # the export's too
+        SpanSettings(n_best_size=0)
 
 
 def test_v2_data_needs_the_v2_flag_before_tensorflow_starts(setup, tmp_path):

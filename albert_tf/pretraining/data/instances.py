@@ -88,6 +88,12 @@ class InstanceOptions:
             raise ValueError(f"max_seq_length must be at least 5, got {self.max_seq_length}")
         if not 0 <= self.masked_lm_prob <= 1:
             raise ValueError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(
+                f"max_predictions_per_seq must be at least 1, got {self.max_predictions_per_seq}"
+            )
+        if not 0 <= self.short_seq_prob <= 1:
+            raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
         if self.ngram < 1:
             raise ValueError(f"ngram must be at least 1, got {self.ngram}")
 

@@ -25,6 +25,20 @@ def _parse(record, options):
     return {k: v.numpy().tolist() for k, v in tf.io.parse_single_example(record, spec).items()}
 
 
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(max_predictions_per_seq=0), "max_predictions_per_seq must be at least 1, got 0"),
+        (dict(short_seq_prob=10.0), r"short_seq_prob must be in \[0, 1\], got 10\.0"),
+        (dict(masked_lm_prob=-0.1), r"masked_lm_prob must be in \[0, 1\], got -0\.1"),
+        (dict(max_seq_length=4), "max_seq_length must be at least 5, got 4"),
+    ],
+)
+def test_options_that_cannot_work_are_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        InstanceOptions(**changes)
+
+
 def test_start_piece_rule():
     assert is_start_piece("▁the") and is_start_piece("<unk>") and is_start_piece(",")
     assert is_start_piece("中") and is_start_piece("12")  # other scripts and digits are words alone
