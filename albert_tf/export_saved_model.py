@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import model_files, tf_startup
+from albert_tf import file_io, model_files, tf_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -40,7 +40,9 @@ flags.DEFINE_bool(
     "serving_default takes text and text_b. Task models: as they were fine-tuned (span and multiple_choice "
     "always take two texts); encoder and pretraining: default false.",
 )
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model, if the model directory has none.")
+flags.DEFINE_string(
+    "spm_model_file", None, "SentencePiece model, if the model directory has none (else it must be that one)."
+)
 flags.DEFINE_integer(
     "sub_batch_size",
     None,
@@ -89,9 +91,15 @@ def main(argv):
             model = model_dir.load_pretrainer(FLAGS.model_dir)
         else:
             model = model_dir.load_task_model(FLAGS.model_dir)
-        spm = FLAGS.spm_model_file or model_files.spm_model_file(FLAGS.model_dir)
+        own = model_files.spm_model_file(FLAGS.model_dir)
+        spm = FLAGS.spm_model_file or own
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model; pass --spm_model_file")
+        if own and spm != own and file_io.read_bytes(spm) != file_io.read_bytes(own):
+            raise ValueError(
+                f"--spm_model_file={spm} is not {own}, the model's own SentencePiece model: its ids would "
+                "mean other pieces; leave the flag out"
+            )
         span_settings = None
         if FLAGS.task == "span":  # what run_squad kept in the model, the flags given replacing it
             given = {name: FLAGS[name].value for name in SPAN_FLAGS}

@@ -425,6 +425,7 @@ def export_saved_model(
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+    check_model_and_tokenizer(model, task, spm_model_file)
     if not isinstance(sub_batch_size, int) or sub_batch_size < 0:
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
@@ -465,6 +466,26 @@ def export_saved_model(
     # On object stores the version's files appear one by one: saved_model.pb, which the server waits for,
     # comes last.
     return file_io.publish_directory(export_dir, write, last=("saved_model.pb",))
+
+
+def check_model_and_tokenizer(model, task, spm_model_file):
+    """Raises ValueError unless `model` is what `task` exports and, for a task model that keeps its
+    SentencePiece model, spm_model_file is that model (by content): another one's ids mean other pieces."""
+    from albert_tf import models
+
+    expected = {
+        "encoder": models.AlbertEncoder, "pretraining": models.AlbertPretrainer,
+        "classifier": models.AlbertClassifier, "span": models.AlbertSpanLabeler,
+        "multiple_choice": models.AlbertMultipleChoice,
+    }[task]  # fmt: skip
+    if not isinstance(model, expected):
+        raise ValueError(f"task {task!r} exports an {expected.__name__}, not an {type(model).__name__}")
+    kept = getattr(model, "spm_model", None)
+    if kept is not None and file_io.read_bytes(spm_model_file) != kept:
+        raise ValueError(
+            f"{spm_model_file} is not the SentencePiece model the {type(model).__name__} was trained with "
+            "(it keeps its own): its ids would mean other pieces"
+        )
 
 
 def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_case=None, span_settings=None):

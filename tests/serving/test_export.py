@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -44,7 +45,7 @@ from albert_tf.serving.servable import Servable, ServingError
 from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests import commands
-from tests.helpers import INFO_LINE, SAMPLE_CORPUS, tiny_config
+from tests.helpers import INFO_LINE, SAMPLE_CORPUS, small_spm, tiny_config
 from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1066,6 +1067,31 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
         np.testing.assert_allclose(got["logits"], expected, atol=2e-4)
         single = models["classifier"](served_ids(texts, texts[::-1]))
         assert not np.allclose(got["logits"], single, atol=1e-7)
+
+
+def test_an_export_of_another_task_or_tokenizer_is_refused_naming_both(exports, tmp_path):
+    """A model exports as the task it is, and with the SentencePiece model it was trained with: another
+    one's ids would mean other pieces. The command refuses a --spm_model_file other than the directory's."""
+    base, models, _, _ = exports
+    with pytest.raises(ValueError, match="task 'span' exports an AlbertSpanLabeler, not an AlbertClassifier"):
+        export.export_saved_model(models["classifier"], SPM, tmp_path / "span" / "1", "span")
+    other = small_spm(tmp_path)
+    tuned = AlbertClassifier(models["classifier"].encoder, num_classes=3, labels=LABELS, spm_model=SPM)
+    with pytest.raises(
+        ValueError, match="small_spm.model is not the SentencePiece model the AlbertClassifier"
+    ):
+        export.export_saved_model(tuned, other, tmp_path / "other" / "1", "classifier", SEQ, pair=True)
+    assert not (tmp_path / "span").exists() and not (tmp_path / "other").exists()
+    result = commands.run(
+        "albert_tf.export_saved_model",
+        [f"--model_dir={base / 'model'}", "--task=encoder", f"--export_dir={tmp_path / 'encoder' / '1'}",
+         f"--max_seq_length={SEQ}", f"--spm_model_file={other}"],
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert re.search(
+        r"--spm_model_file=.*small_spm\.model is not .*model/spm\.model, the model's own", result.stderr
+    )
+    assert not (tmp_path / "encoder").exists()
 
 
 @pytest.mark.slow
