@@ -21,11 +21,13 @@ from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load_sentencepiece
 
 
-def find_manifest(patterns, flag):
+def find_manifest(patterns, flag, whole=True):
     """The Manifest behind patterns, or None.
 
     patterns names a manifest (`*.manifest.json`), or comma-separated TFRecord globs: these count as a build
-    when they match exactly the shards that the manifest beside their first file lists.
+    when they match exactly the shards that the manifest beside their first file lists. With whole=False,
+    globs matching some of its shards give it too: what it says of the build (tokenizer, casing, shape)
+    holds for each shard.
     """
     if patterns.strip().endswith(MANIFEST_SUFFIX):
         if not file_io.exists(patterns.strip()):
@@ -36,7 +38,8 @@ def find_manifest(patterns, flag):
     if not file_io.exists(candidate):
         return None
     manifest = dataset.load_manifest(candidate)
-    return manifest if sorted(manifest.shard_paths()) == sorted(paths) else None
+    shards = set(manifest.shard_paths())
+    return manifest if (shards == set(paths) if whole else set(paths) <= shards) else None
 
 
 def _resized_shard(manifest):
@@ -73,14 +76,17 @@ class PretrainingInput:
         self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
         self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
         self.eval_files = None
-        self.manifests = {}  # flag → the manifest of the records it names, when they have one
+        self.manifests = {}  # flag → the manifest of the build its records are of (all or some shards)
         self.train_context = None  # this process's tf.distribute.InputContext, once training reads
         if s.do_train:
-            self._check(self._files(s.input_file, self.train_manifest), "--input_file", self.train_manifest)
+            files = self._files(s.input_file, self.train_manifest)
+            self._check(files, "--input_file", find_manifest(s.input_file, "--input_file", whole=False))
         if s.do_eval and s.eval_input_file:
             manifest = find_manifest(s.eval_input_file, "--eval_input_file")
             self.eval_files = self._files(s.eval_input_file, manifest)
-            self._check(self.eval_files, "--eval_input_file", manifest)
+            described = find_manifest(s.eval_input_file, "--eval_input_file", whole=False)
+            self._check(self.eval_files, "--eval_input_file", described)
+        self._check_same_build_settings()
 
     @staticmethod
     def _files(patterns, manifest):
@@ -124,6 +130,26 @@ class PretrainingInput:
         if model:
             check_fits_vocabulary(model, self.vocab_size, s.albert_config_file)
 
+    def _check_same_build_settings(self):
+        """Held-out records must be tokenized as the training records: the same SentencePiece model (by
+        content) and casing, or their metrics measure other pieces."""
+        if len(self.manifests) < 2:
+            return
+        train, held_out = self.manifests["--input_file"], self.manifests["--eval_input_file"]
+        casing = {True: "lowercased", False: "cased"}
+        tokenizers = [_built_sha256(manifest) for manifest in (train, held_out)]
+        if None not in tokenizers and tokenizers[0] != tokenizers[1]:
+            raise TokenizerError(
+                f"--eval_input_file: {held_out.path} was built with {held_out.tokenizer_path()}, but "
+                f"--input_file's {train.path} with {train.tokenizer_path()}: its ids mean other pieces"
+            )
+        lowercased = [manifest.settings.get("do_lower_case", True) for manifest in (train, held_out)]
+        if lowercased[0] != lowercased[1]:
+            raise TokenizerError(
+                f"--eval_input_file: {held_out.path} was built from {casing[lowercased[1]]} text, but "
+                f"--input_file's {train.path} from {casing[lowercased[0]]} text"
+            )
+
     def check_starting_model(self, source, spm_model, do_lower_case):
         """--init_checkpoint's model must read the records' ids as they were built: with the SentencePiece
         model (by content) and the casing each manifest names. TokenizerError naming both otherwise."""
@@ -147,7 +173,7 @@ class PretrainingInput:
     def do_lower_case(self):
         """Whether the training text was lowercased: its manifest says (records without one: the released
         models' uncased convention)."""
-        manifest = self.train_manifest
+        manifest = self.manifests.get("--input_file")
         return manifest.settings.get("do_lower_case", True) if manifest is not None else True
 
     def train_dataset(self, input_context, start_batch):

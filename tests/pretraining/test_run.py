@@ -377,6 +377,40 @@ def test_a_starting_model_with_another_tokenizer_or_casing_than_the_records_is_r
                 np.testing.assert_array_equal(np.asarray(ours), np.asarray(saved))
 
 
+def test_some_shards_of_a_build_and_held_out_records_are_held_to_the_builds_tokenizer_and_casing(tmp_path):
+    """A glob of some of a build's shards is checked against what its manifest says (here another
+    --spm_model_file, refused); held-out records built from cased text beside lowercased training records are
+    refused, naming both manifests."""
+    sample = pathlib.Path(shipped.resolve("input_file", "sample")).parent
+    common = dict(
+        albert_config_file=shipped.config_file("albert_tiny"), output_dir=str(tmp_path / "run"),
+        max_seq_length=64, max_predictions_per_seq=10, train_batch_size=8, num_train_steps=1,
+        num_warmup_steps=0,
+    )  # fmt: skip
+    some = f"{sample}/train-00000-of-00004,{sample}/train-00001-of-00004"
+    other = small_spm(tmp_path)
+    refusal = (
+        r"--input_file: .*train\.manifest\.json was built with .*spm_8k\.model .*not with --spm_model_file="
+    )
+    with pytest.raises(TokenizerError, match=refusal):
+        build(PretrainingSettings(input_file=some, spm_model_file=other, **common))
+    cased = tmp_path / "cased"
+    cased.mkdir()
+    shutil.copy(sample / "eval-00000-of-00001", cased)
+    manifest = json.loads((sample / "eval.manifest.json").read_text())
+    manifest["settings"]["do_lower_case"] = False
+    (cased / "eval.manifest.json").write_text(json.dumps(manifest))
+    refusal = (
+        r"--eval_input_file: .*cased/eval\.manifest\.json was built from cased text, but --input_file's "
+        r".*train\.manifest\.json from lowercased text"
+    )
+    with pytest.raises(TokenizerError, match=refusal):
+        build(PretrainingSettings(
+            input_file=str(sample / "train.manifest.json"), eval_input_file=str(cased / "eval.manifest.json"),
+            **common,
+        ))  # fmt: skip
+
+
 @pytest.mark.slow
 def test_init_checkpoint_takes_a_model_directory_a_tf1_release_or_a_hugging_face_directory(
     data, tmp_path, capsys
