@@ -58,6 +58,11 @@ class FineTuningTask(Task):
         """data: what task_data.read read (None: read it now, after the strategy is made)."""
         self.settings = s = settings
         # First: multi-worker collectives must be configured before TensorFlow runs any op.
+        if distribution.is_evaluator():
+            raise ValueError(
+                "TF_CONFIG names this process the cluster's evaluator: fine-tuning evaluates in its training "
+                "tasks (every --save_checkpoints_steps); leave the evaluator out of the cluster"
+            )
         self.strategy = distribution.create_strategy(s.strategy, s.tpu)
         self.chief = distribution.is_chief(self.strategy)
         check_batch(engine_settings(s), self.strategy)

@@ -18,7 +18,19 @@ def create_strategy(name, tpu=None):
     none, the CPU devices TensorFlow was configured with). multi_worker_mirrored: every GPU of every host
     named in the TF_CONFIG environment variable. tpu: the TPU named by `tpu` ("local" on a TPU VM, a name
     or grpc:// address otherwise).
+
+    Raises:
+      ValueError: TF_CONFIG names several training tasks (chief, workers) and `name` is default or mirrored,
+        which would train each as a run of its own, all writing one output folder.
     """
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+    tasks = sum(len(cluster.get(job, [])) for job in ("chief", "worker"))
+    if name in ("default", "mirrored") and tasks > 1 and not is_evaluator():
+        raise ValueError(
+            f"TF_CONFIG names a cluster of {tasks} training tasks, which --strategy={name} would train as "
+            f"{tasks} separate runs writing one output folder: use --strategy=multi_worker_mirrored, or "
+            "unset TF_CONFIG"
+        )
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":

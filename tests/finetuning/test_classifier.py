@@ -137,6 +137,19 @@ def test_nodo_train_on_a_pretrained_model_is_refused_before_tensorflow_starts(se
     assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
 
 
+def test_the_evaluator_task_of_a_cluster_is_refused(setup, tmp_path):
+    """Fine-tuning evaluates in its training tasks: a process TF_CONFIG names the evaluator would train a
+    copy of its own."""
+    cluster = {"worker": ["localhost:1"], "evaluator": ["localhost:2"]}
+    config = json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})
+    result = commands.run(
+        "albert_tf.run_classifier", flags(setup, tmp_path / "out"), env={**os.environ, "TF_CONFIG": config}
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "TF_CONFIG names this process the cluster's evaluator" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line_before_training(setup, tmp_path):
     small = tmp_path / "model"
     model_dir.save_model_dir(AlbertPretrainer(AlbertEncoder(tiny_config())), small, SPM)  # 97 ids, 8k pieces

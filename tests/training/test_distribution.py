@@ -40,3 +40,18 @@ def test_the_chief_is_tensorflows_chief(layout, monkeypatch):
 
 def test_one_process_is_its_own_chief():
     assert distribution.is_chief(tf.distribute.get_strategy())
+
+
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
+def test_a_cluster_of_several_training_tasks_needs_the_multi_worker_strategy(strategy, monkeypatch):
+    """Under a one-host strategy each task would train a run of its own, all writing one output folder."""
+    config = {"cluster": CLUSTERS["chief and workers"], "task": {"type": "worker", "index": 1}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    with pytest.raises(ValueError, match=f"a cluster of 3 training tasks, which --strategy={strategy} would"):
+        distribution.create_strategy(strategy)
+    # The cluster's evaluator evaluates on one device; one training task is a cluster of one.
+    config["task"] = {"type": "evaluator", "index": 0}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    assert distribution.create_strategy(strategy).num_replicas_in_sync >= 1
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker"}}))
+    assert distribution.create_strategy(strategy).num_replicas_in_sync >= 1
