@@ -148,6 +148,12 @@ def build(settings: PretrainingSettings, restore=True) -> PretrainingRun:
     spm_model = s.spm_model_file
     step_known = True
     restored = engine.restore(partial=not s.do_train) if restore else None
+    if restored and s.init_checkpoint and not s.do_train:  # which of the two to evaluate is not said
+        raise ValueError(
+            f"--nodo_train --init_checkpoint={s.init_checkpoint}, but --output_dir={s.output_dir} holds "
+            "checkpoints too: give another --output_dir to evaluate --init_checkpoint, or leave it out to "
+            "evaluate the latest checkpoint there"
+        )
     if restore and not restored and s.init_checkpoint:
         converted_spm, evaluated_step = _start_from(task, engine, s.init_checkpoint, log, s.do_train)
         spm_model = spm_model or converted_spm

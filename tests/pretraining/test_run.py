@@ -476,6 +476,8 @@ def test_periodic_evaluation_keeps_a_history_and_evaluation_alone_reads_any_chec
     assert not (tmp_path / "eval" / model_files.WEIGHTS_FILE).exists()  # evaluation writes no model
     assert json.loads((tmp_path / "eval" / "eval_results.json").read_text()) == pytest.approx(from_dir)
     earlier = str(tmp_path / "run" / "checkpoints" / "ckpt-3")
+    with pytest.raises(ValueError, match=r"--output_dir=.*run holds checkpoints too: give another --output"):
+        run(settings(data, tmp_path / "run", do_train=False, init_checkpoint=earlier))  # evaluate which?
     from_checkpoint = run(settings(data, tmp_path / "ckpt", do_train=False, init_checkpoint=earlier))
     metrics = {name: value for name, value in results.items() if name != "global_step"}
     assert from_checkpoint.pop("global_step") == 3 and from_checkpoint != pytest.approx(
