@@ -168,13 +168,14 @@ def _label(value, labels, path, number):
     return labels.index(value)
 
 
-def read_text_classification(path, labels=None, text="text", text_b=None, label="label", errors="strict"):
+def read_text_classification(path, labels=None, text="text", text_b="text_b", label="label", errors="strict"):
     """Examples from a CSV file (with a header) or a JSONL file (one object per line).
 
     Args:
       labels: the label set, in index order; None: the sorted labels found in the file.
-      text, text_b, label: column (CSV) or key (JSONL) names; text_b None for single texts, label None
-        for unlabelled files (test sets).
+      text, text_b, label: column (CSV) or key (JSONL) names. The file holds sentence pairs when its rows
+        have text_b (every row: a file with it in some rows only is refused), single texts otherwise;
+        text_b None: single texts whatever the rows hold. label None for unlabelled files (test sets).
       errors: as read_task_text.
 
     Returns:
@@ -194,6 +195,14 @@ def read_text_classification(path, labels=None, text="text", text_b=None, label=
         with io.StringIO(content, newline="") as file:
             reader = csv.DictReader(file)
             rows = [(reader.line_num, row) for row in reader]
+    if text_b:
+        pairs = [isinstance(row, dict) and row.get(text_b) is not None for _, row in rows]
+        if any(pairs) and not all(pairs):
+            number = rows[pairs.index(False)][0]
+            raise DataError(
+                f"{path}:{number}: missing {text_b}, which other rows have: pairs throughout, or none"
+            )
+        text_b = text_b if pairs and all(pairs) else None
     keys = [key for key in (text, text_b, label) if key]
     for number, row in rows:
         missing = [key for key in keys if not isinstance(row, dict) or row.get(key) is None]

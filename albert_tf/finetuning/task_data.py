@@ -82,6 +82,12 @@ def classifier_splits(settings):
             splits[split], _ = glue.read_text_classification(path, labels, label=None, errors=s.errors)
         elif path and split != "test":
             splits[split], labels = glue.read_text_classification(path, labels, errors=s.errors)
+    paired = {split: bool(examples) and examples[0].text_b is not None for split, examples in splits.items()}
+    if len(set(paired.values())) > 1:
+        pairs, single = (
+            next(files[split] for split, p in paired.items() if p is kind) for kind in (True, False)
+        )
+        raise DataError(f"{pairs} holds sentence pairs (text_b) and {single} single texts: one or the other")
     return splits, labels
 
 

@@ -5,7 +5,8 @@ import logging
 import numpy as np
 import pytest
 
-from albert_tf.finetuning import glue
+from albert_tf.finetuning import glue, task_data
+from albert_tf.finetuning.settings import ClassifierSettings
 from albert_tf.text.tokenizer import AlbertTokenizer
 
 SPM = "albert_tf/sample/spm_8k.model"
@@ -103,6 +104,31 @@ def test_csv_and_jsonl_text_classification(tmp_path):
     assert unlabelled == [glue.Example("x", None, None), glue.Example("y", None, None)]
     with pytest.raises(glue.DataError, match=r"a\.csv:3: label 'neg' is not one of pos"):
         glue.read_text_classification(str(tmp_path / "a.csv"), labels=("pos",))
+
+
+def test_text_classification_reads_pairs_when_every_row_has_text_b(tmp_path):
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text,text_b,label\nA cat.,A dog.,same\nRain.,Sun.,other\n")
+    examples, labels = glue.read_text_classification(str(pairs))
+    assert [(e.text_a, e.text_b, e.label) for e in examples] == [
+        ("A cat.", "A dog.", 1),
+        ("Rain.", "Sun.", 0),
+    ]
+    assert labels == ("other", "same")
+    some = tmp_path / "some.jsonl"
+    some.write_text('{"text": "a", "text_b": "b", "label": "x"}\n{"text": "c", "label": "y"}\n')
+    with pytest.raises(glue.DataError, match=r"some\.jsonl:2: missing text_b, which other rows have"):
+        glue.read_text_classification(str(some))
+    # run_classifier --task_name=text: every split pairs, or none.
+    single = tmp_path / "single.csv"
+    single.write_text("text,label\nA cat.,same\n")
+    settings = ClassifierSettings(
+        model_dir="m", output_dir="o", task_name="text", train_file=str(pairs), dev_file=str(single)
+    )
+    with pytest.raises(
+        glue.DataError, match=r"pairs\.csv holds sentence pairs \(text_b\) and .*single\.csv single"
+    ):
+        task_data.classifier_splits(settings)
 
 
 def test_dataset_packs_like_the_python_tokenizer():
