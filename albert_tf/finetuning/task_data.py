@@ -69,6 +69,12 @@ def classifier_splits(settings):
     if task_name in glue.TASKS:
         if not s.data_dir:
             raise ValueError(f"--data_dir is required for the GLUE task {task_name}")
+        for name in ("train_file", "dev_file", "test_file", "labels"):
+            if getattr(s, name):
+                raise ValueError(
+                    f"--{name} is for --task_name=text; the GLUE task {task_name} reads --data_dir and has "
+                    "its own labels"
+                )
         splits = {split: glue.read_glue(s.data_dir, task_name, split, s.errors) for split in _wanted(s)}
         return splits, glue.TASKS[task_name].labels
     if task_name != "text":

@@ -131,6 +131,15 @@ def test_text_classification_reads_pairs_when_every_row_has_text_b(tmp_path):
         task_data.classifier_splits(settings)
 
 
+@pytest.mark.parametrize("name", ["train_file", "labels"])
+def test_text_task_flags_given_to_a_glue_task_are_refused(tmp_path, name):
+    settings = ClassifierSettings(
+        model_dir="m", output_dir="o", task_name="sst-2", data_dir=str(tmp_path), **{name: ("x.csv",)}
+    )
+    with pytest.raises(ValueError, match=f"--{name} is for --task_name=text; the GLUE task sst-2 reads"):
+        task_data.classifier_splits(settings)
+
+
 def test_dataset_packs_like_the_python_tokenizer():
     examples = [glue.Example("A fine film, 1,000 times.", "I liked it.", 1), glue.Example("Dull.", "Meh", 0)]
     features, labels = next(iter(glue.classification_dataset(examples, SPM, seq_length=16, batch_size=2)))
