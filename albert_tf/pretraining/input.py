@@ -20,6 +20,8 @@ from albert_tf.pretraining.dataset import OnlineMasking, check_records
 from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load_sentencepiece
 
+CASING = {True: "lowercased", False: "cased"}  # a manifest's do_lower_case, in words
+
 
 def find_manifest(patterns, flag, whole=True):
     """The Manifest behind patterns, or None.
@@ -136,7 +138,6 @@ class PretrainingInput:
         if len(self.manifests) < 2:
             return
         train, held_out = self.manifests["--input_file"], self.manifests["--eval_input_file"]
-        casing = {True: "lowercased", False: "cased"}
         tokenizers = [_built_sha256(manifest) for manifest in (train, held_out)]
         if None not in tokenizers and tokenizers[0] != tokenizers[1]:
             raise TokenizerError(
@@ -146,14 +147,13 @@ class PretrainingInput:
         lowercased = [manifest.settings.get("do_lower_case", True) for manifest in (train, held_out)]
         if lowercased[0] != lowercased[1]:
             raise TokenizerError(
-                f"--eval_input_file: {held_out.path} was built from {casing[lowercased[1]]} text, but "
-                f"--input_file's {train.path} from {casing[lowercased[0]]} text"
+                f"--eval_input_file: {held_out.path} was built from {CASING[lowercased[1]]} text, but "
+                f"--input_file's {train.path} from {CASING[lowercased[0]]} text"
             )
 
     def check_starting_model(self, source, spm_model, do_lower_case):
         """--init_checkpoint's model must read the records' ids as they were built: with the SentencePiece
         model (by content) and the casing each manifest names. TokenizerError naming both otherwise."""
-        casing = {True: "lowercased", False: "cased"}
         for flag, manifest in self.manifests.items():
             expected = _built_sha256(manifest)
             if spm_model and expected is not None and _sha256(spm_model) != expected:
@@ -165,8 +165,8 @@ class PretrainingInput:
             built_lowercased = manifest.settings.get("do_lower_case", True)
             if do_lower_case is not None and do_lower_case != built_lowercased:
                 raise TokenizerError(
-                    f"--init_checkpoint={source} takes {casing[do_lower_case]} text, but {manifest.path} "
-                    f"({flag}) was built from {casing[built_lowercased]} text"
+                    f"--init_checkpoint={source} takes {CASING[do_lower_case]} text, but {manifest.path} "
+                    f"({flag}) was built from {CASING[built_lowercased]} text"
                 )
 
     @property
