@@ -43,7 +43,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import file_io
+from albert_tf import file_io, models
 from albert_tf.features import ENCODER_INPUTS
 from albert_tf.models.precision import with_precision
 from albert_tf.models.preprocessing import Preprocessing
@@ -471,8 +471,6 @@ def export_saved_model(
 def check_model_and_tokenizer(model, task, spm_model_file):
     """Raises ValueError unless `model` is what `task` exports and, for a task model that keeps its
     SentencePiece model, spm_model_file is that model (by content): another one's ids mean other pieces."""
-    from albert_tf import models
-
     expected = {
         "encoder": models.AlbertEncoder, "pretraining": models.AlbertPretrainer,
         "classifier": models.AlbertClassifier, "span": models.AlbertSpanLabeler,
