@@ -23,25 +23,32 @@ from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load
 CASING = {True: "lowercased", False: "cased"}  # a manifest's do_lower_case, in words
 
 
-def find_manifest(patterns, flag, whole=True):
+def find_manifest(patterns, flag):
     """The Manifest behind patterns, or None.
 
     patterns names a manifest (`*.manifest.json`), or comma-separated TFRecord globs: these count as a build
-    when they match exactly the shards that the manifest beside their first file lists. With whole=False,
-    globs matching some of its shards give it too: what it says of the build (tokenizer, casing, shape)
-    holds for each shard.
+    when they match exactly the shards that the manifest beside their first file lists.
     """
+    return _manifests(patterns, flag)[0]
+
+
+def _manifests(patterns, flag):
+    """(find_manifest's Manifest, the Manifest of the build whose shards patterns match, all or some, else
+    None): what a manifest says of its build (tokenizer, casing, shape) holds for each of its shards."""
     if patterns.strip().endswith(MANIFEST_SUFFIX):
         if not file_io.exists(patterns.strip()):
             raise ValueError(f"{flag}: {patterns.strip()} does not exist")
-        return dataset.load_manifest(patterns.strip())
+        manifest = dataset.load_manifest(patterns.strip())
+        return manifest, manifest
     paths = dataset.expand_file_patterns(patterns, flag=flag)
     candidate = default_manifest_path(paths)
     if not file_io.exists(candidate):
-        return None
+        return None, None
     manifest = dataset.load_manifest(candidate)
-    shards = set(manifest.shard_paths())
-    return manifest if (shards == set(paths) if whole else set(paths) <= shards) else None
+    shards, paths = set(manifest.shard_paths()), set(paths)
+    if not paths <= shards:
+        return None, None
+    return (manifest if paths == shards else None), manifest
 
 
 def _resized_shard(manifest):
@@ -76,17 +83,15 @@ class PretrainingInput:
         self.log = log
         self.vocab_size = vocab_size
         self.masking = OnlineMasking(vocab_size, s.masked_lm_prob) if s.online_masking else None
-        self.train_manifest = find_manifest(s.input_file, "--input_file") if s.do_train else None
-        self.eval_files = None
+        self.train_manifest = self.eval_files = None
         self.manifests = {}  # flag → the manifest of the build its records are of (all or some shards)
         self.train_context = None  # this process's tf.distribute.InputContext, once training reads
         if s.do_train:
-            files = self._files(s.input_file, self.train_manifest)
-            self._check(files, "--input_file", find_manifest(s.input_file, "--input_file", whole=False))
+            self.train_manifest, described = _manifests(s.input_file, "--input_file")
+            self._check(self._files(s.input_file, self.train_manifest), "--input_file", described)
         if s.do_eval and s.eval_input_file:
-            manifest = find_manifest(s.eval_input_file, "--eval_input_file")
+            manifest, described = _manifests(s.eval_input_file, "--eval_input_file")
             self.eval_files = self._files(s.eval_input_file, manifest)
-            described = find_manifest(s.eval_input_file, "--eval_input_file", whole=False)
             self._check(self.eval_files, "--eval_input_file", described)
         self._check_same_build_settings()
 
