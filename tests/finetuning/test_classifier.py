@@ -1,5 +1,6 @@
 """run_classifier end to end on a small SST-2-format dataset built from the sample corpus."""
 
+import csv
 import json
 import os
 import re
@@ -75,6 +76,26 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     evaluated = json.loads((tmp_path / "again" / "eval_results.json").read_text())
     assert evaluated == {"accuracy": results["accuracy"], "global_step": 0}
+
+
+@pytest.mark.slow
+def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(setup, tmp_path):
+    """run_classifier --task_name=text on CSV rows with text_b: the model it writes takes pairs."""
+    texts = [line.split("\t")[0] for line in (setup / "SST-2" / "train.tsv").read_text().splitlines()[1:]]
+    pairs = zip(texts[:-1], texts[1:], strict=True)
+    rows = [(a, b, ("other", "same")[i % 2]) for i, (a, b) in enumerate(pairs)]
+    for name, part in (("train.csv", rows[:48]), ("dev.csv", rows[48:64])):
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as file:
+            csv.writer(file).writerows([("text", "text_b", "label"), *part])
+    result = commands.run(
+        "albert_tf.run_classifier",
+        ["--task_name=text", f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
+         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
+         "--train_batch_size=16", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=4"],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    tuned = model_dir.load_task_model(str(tmp_path / "out"))
+    assert tuned.preprocessing.text_pair is True and tuned.labels == ("other", "same")
 
 
 def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):
