@@ -23,7 +23,7 @@ def create_strategy(name, tpu=None):
       ValueError: TF_CONFIG names several training tasks (chief, workers) and `name` is default or mirrored,
         which would train each as a run of its own, all writing one output folder.
     """
-    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+    cluster = _tf_config().get("cluster", {})
     tasks = sum(len(cluster.get(job, [])) for job in ("chief", "worker"))
     if name in ("default", "mirrored") and tasks > 1 and not is_evaluator():
         raise ValueError(
@@ -73,8 +73,13 @@ def is_chief(strategy):
 def is_evaluator():
     """Whether TF_CONFIG names this process the cluster's `evaluator` task: it evaluates checkpoints beside
     the training tasks and is no part of their strategy (TensorFlow's convention)."""
-    task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+    task = _tf_config().get("task", {})
     return task.get("type") == "evaluator"
+
+
+def _tf_config():
+    """The TF_CONFIG environment variable's cluster and task, as a dict ({} when unset)."""
+    return json.loads(os.environ.get("TF_CONFIG") or "{}")
 
 
 def task_id(strategy):
