@@ -22,6 +22,7 @@ The Keras models in it are loaded and saved by `albert_tf.models.model_dir`.
 """
 
 import json
+import zipfile
 
 from albert_tf import file_io
 from albert_tf.config import AlbertConfig
@@ -56,6 +57,24 @@ def files(directory):
 def has_task_model(directory):
     """Whether the directory holds a fine-tuned task model."""
     return file_io.exists(file_io.join(directory, TASK_MODEL_FILE))
+
+
+def task_model_config(directory):
+    """The fine-tuned task model's Keras class name and config, read from the config.json inside
+    task_model.keras without Keras (only that member is read): (class_name, config dict), or None when the
+    directory holds no task model."""
+    path = file_io.join(directory, TASK_MODEL_FILE)
+    if not file_io.exists(path):
+        return None
+    error = ValueError(f"{path}: not a Keras model file (a zip with a model's config.json)")
+    if file_io.size(path) < 22:  # shorter than a zip's end record: a remote file would fail seeking to it
+        raise error
+    try:
+        with file_io.open_file(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
+            saved = json.loads(archive.read("config.json"))
+        return saved["class_name"], saved["config"]
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError):
+        raise error from None
 
 
 def load_config(directory) -> AlbertConfig:

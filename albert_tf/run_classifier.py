@@ -24,7 +24,11 @@ flags.DEFINE_string("data_dir", None, "GLUE: the task's folder of TSV files.")
 flags.DEFINE_string("train_file", None, "text: training CSV (header) or JSONL with text[, label] fields.")
 flags.DEFINE_string("dev_file", None, "text: evaluation file.")
 flags.DEFINE_string("test_file", None, "text: prediction file.")
-flags.DEFINE_list("labels", None, "text: the label set in index order (default: sorted labels of the data).")
+flags.DEFINE_list(
+    "labels", None,
+    "text: the label set in index order (default: a fine-tuned --model_dir's, else the sorted labels of "
+    "the data).",
+)  # fmt: skip
 flags.mark_flag_as_required("task_name")
 
 

@@ -1,10 +1,11 @@
 """The flags every fine-tuning entry point takes (run_classifier, run_race, run_squad), and their `main`.
 
 Each entry point defines its task's own flags next to these, then calls `main(settings_class, command,
-run)`: the flags named like the settings' fields become the settings; the model directory is checked and
-the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts (on a local disk; a remote file
-system is TensorFlow's); then `run(settings, data)` trains. Bad input (a data file, a flag value) ends the
-run with one line naming the entry point and the problem.
+run)`: the flags named like the settings' fields become the settings, those not given taken from a
+fine-tuned --model_dir where its model keeps them (settings.saved_settings); the model directory is checked
+and the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts (on a local disk; a remote
+file system is TensorFlow's); then `run(settings, data)` trains. Bad input (a data file, a flag value) ends
+the run with one line naming the entry point and the problem.
 """
 
 import dataclasses
@@ -12,13 +13,16 @@ import sys
 
 from absl import flags
 
-from albert_tf import file_io, tf_startup
+from albert_tf import file_io, model_files, tf_startup
+from albert_tf.finetuning import settings as task_settings
 from albert_tf.finetuning import task_data
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
-    "model_dir", None, "The model directory to start from: pretrained (new head) or fine-tuned (its model)."
-)
+    "model_dir", None,
+    "The model directory to start from: pretrained (new head) or fine-tuned (its model, whose length, labels "
+    "and span settings stand for the flags not given).",
+)  # fmt: skip
 flags.DEFINE_string("output_dir", None, "Where the fine-tuned model directory and results go.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs are truncated.")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas, one update).")
@@ -86,9 +90,10 @@ def main(settings_class, command, run, convert=None):
     for name, function in (convert or {}).items():
         values[name] = function(values[name])
     try:
-        settings = settings_class(**values)
         if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
             tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
+        values.update(_from_the_model(command, values))
+        settings = settings_class(**values)
         data = task_data.read(settings, command)
         tf_startup.import_tensorflow_quietly()
         run(settings, data)
@@ -96,3 +101,28 @@ def main(settings_class, command, run, convert=None):
         print(f"{command}: error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _from_the_model(command, values):
+    """What a fine-tuned --model_dir keeps (settings.saved_settings) for the flags not given on the command
+    line or in a flagfile, where it differs from the flag's default; says on stderr what it took."""
+    model_dir = values["model_dir"]
+    task_model = model_files.task_model_config(model_dir)
+    saved = task_settings.saved_settings(command, task_model, model_dir, values.get("task_name"))
+    taken = {
+        name: value for name, value in saved.items() if not FLAGS[name].present and value != values[name]
+    }
+    if taken:
+        shown = " ".join(_flag(name, value) for name, value in taken.items())
+        print(f"{command}: the fine-tuned model in {model_dir} gives {shown}", file=sys.stderr)
+    return taken
+
+
+def _flag(name, value):
+    """The flag as a command line gives it."""
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no{name}"
+    if isinstance(value, tuple):  # labels, as the list flag takes them
+        shown = ",".join(value[:8]) + (f",... ({len(value)} labels)" if len(value) > 8 else "")
+        return f"--{name}={shown}"
+    return f"--{name}={value}"

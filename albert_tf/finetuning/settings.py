@@ -2,7 +2,9 @@
 `run_classifier`'s and `run_race`'s (`ClassifierSettings`) and `run_squad`'s (`SquadSettings`).
 
 No TensorFlow here: the commands build their settings, read their data and check the model directory
-before TensorFlow starts.
+before TensorFlow starts. A fine-tuned model directory brings the settings it was fine-tuned with
+(`saved_settings`): the commands take them for the flags not given, so a model evaluated, predicting or
+fine-tuned further reads its data as it was trained, as its export does.
 """
 
 import dataclasses
@@ -62,3 +64,46 @@ class SquadSettings(FineTuningSettings):
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_threshold: float = 0.0
+
+
+# The task model each command fine-tunes, continues or predicts with.
+TASK_MODEL_CLASSES = {
+    "run_classifier": "AlbertClassifier",
+    "run_race": "AlbertMultipleChoice",
+    "run_squad": "AlbertSpanLabeler",
+}
+# A span model's span_settings, by the run_squad flag of the same name.
+SPAN_FLAGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "null_score_threshold")
+
+
+def saved_settings(command, task_model, where, task_name=None):
+    """The settings, by flag name, that a fine-tuned model keeps: its sequence length; a text classifier's
+    labels in index order; a span model's windows, decoding and answerability (version_2_with_negative).
+
+    Args:
+      command: "run_classifier", "run_race" or "run_squad".
+      task_model: (class name, Keras config) of the model (model_files.task_model_config), or None.
+      where: the model directory, for the error.
+      task_name: run_classifier's --task_name: only the text task takes labels from the model (a GLUE
+        task has its own).
+    Raises ValueError when the model is not the command's kind.
+    """
+    if task_model is None:
+        return {}
+    class_name, config = task_model
+    if class_name != TASK_MODEL_CLASSES[command]:
+        raise ValueError(
+            f"{where} holds a fine-tuned {class_name}; {command} fine-tunes and predicts with an "
+            f"{TASK_MODEL_CLASSES[command]}"
+        )
+    saved = {}
+    length = (config.get("preprocessing") or {}).get("max_seq_length")
+    if length:
+        saved["max_seq_length"] = int(length)
+    if command == "run_classifier" and (task_name or "").lower() == "text" and config.get("labels"):
+        saved["labels"] = tuple(str(label) for label in config["labels"])
+    if command == "run_squad":
+        saved["version_2_with_negative"] = bool(config.get("answerability"))
+        span = config.get("span_settings") or {}
+        saved.update({name: span[name] for name in SPAN_FLAGS if name in span})
+    return saved

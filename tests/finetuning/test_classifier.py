@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
-from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf.models import AlbertClassifier, AlbertEncoder, AlbertPretrainer, model_dir
 from tests import commands
 from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
 
@@ -78,24 +79,71 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert evaluated == {"accuracy": results["accuracy"], "global_step": 0}
 
 
-@pytest.mark.slow
-def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(setup, tmp_path):
-    """run_classifier --task_name=text on CSV rows with text_b: the model it writes takes pairs."""
+@pytest.fixture(scope="module")
+def pairs(setup, tmp_path_factory):
+    """run_classifier --task_name=text on CSV rows with text_b, at 16 tokens, its labels given in an order
+    of their own: (the folder of train.csv and dev.csv, the output directory, the command's result)."""
+    folder = tmp_path_factory.mktemp("pairs")
     texts = [line.split("\t")[0] for line in (setup / "SST-2" / "train.tsv").read_text().splitlines()[1:]]
     pairs = zip(texts[:-1], texts[1:], strict=True)
     rows = [(a, b, ("other", "same")[i % 2]) for i, (a, b) in enumerate(pairs)]
     for name, part in (("train.csv", rows[:48]), ("dev.csv", rows[48:64])):
-        with open(tmp_path / name, "w", newline="", encoding="utf-8") as file:
+        with open(folder / name, "w", newline="", encoding="utf-8") as file:
             csv.writer(file).writerows([("text", "text_b", "label"), *part])
     result = commands.run(
         "albert_tf.run_classifier",
-        ["--task_name=text", f"--train_file={tmp_path / 'train.csv'}", f"--dev_file={tmp_path / 'dev.csv'}",
-         f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
-         "--train_batch_size=16", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=4"],
+        ["--task_name=text", f"--train_file={folder / 'train.csv'}", f"--dev_file={folder / 'dev.csv'}",
+         "--labels=same,other", f"--model_dir={setup / 'model'}", f"--output_dir={folder / 'out'}",
+         "--max_seq_length=16", "--train_batch_size=16", "--train_step=4", "--warmup_step=1",
+         "--save_checkpoints_steps=4"],
+    )  # fmt: skip
+    return folder, folder / "out", result
+
+
+@pytest.mark.slow
+def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(pairs):
+    """run_classifier --task_name=text on CSV rows with text_b: the model it writes takes pairs."""
+    _, tuned, result = pairs
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = model_dir.load_task_model(str(tuned))
+    assert model.preprocessing.text_pair is True and model.labels == ("same", "other")
+
+
+@pytest.mark.slow
+def test_a_fine_tuned_text_classifier_predicts_with_its_own_length_and_labels(pairs):
+    """A fine-tuned directory brings the settings it was tuned with: predicting a test file with no --labels
+    and no --max_seq_length gives the labels the model itself predicts on the same pairs."""
+    folder, tuned, _ = pairs
+    result = commands.run(
+        "albert_tf.run_classifier",
+        ["--task_name=text", f"--model_dir={tuned}", f"--output_dir={folder / 'predicted'}", "--nodo_train",
+         "--nodo_eval", "--do_predict", f"--test_file={folder / 'dev.csv'}"],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    tuned = model_dir.load_task_model(str(tmp_path / "out"))
-    assert tuned.preprocessing.text_pair is True and tuned.labels == ("other", "same")
+    assert f"fine-tuned model in {tuned} gives --max_seq_length=16 --labels=same,other" in result.stderr
+    with open(folder / "dev.csv", newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    model = model_dir.load_task_model(str(tuned))
+    probabilities = model.predict(([r["text"] for r in rows], [r["text_b"] for r in rows]), verbose=0)
+    expected = [model.labels[i] for i in np.argmax(probabilities, axis=-1)]
+    lines = (folder / "predicted" / "test_results.tsv").read_text().splitlines()[1:]
+    assert [line.split("\t")[1] for line in lines] == expected
+
+
+def test_another_tasks_fine_tuned_model_is_refused_before_tensorflow_starts(setup, tmp_path):
+    tuned = tmp_path / "tuned"
+    model_dir.copy_config_and_spm(str(setup / "model"), str(tuned))
+    model_dir.save_task_model(
+        AlbertClassifier.from_model_dir(str(setup / "model"), num_classes=2), str(tuned)
+    )
+    result = subprocess.run(
+        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_squad", f"--model_dir={tuned}",
+         f"--output_dir={tmp_path / 'out'}", "--nodo_train", f"--predict_file={tmp_path / 'dev.json'}"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"{tuned} holds a fine-tuned AlbertClassifier; run_squad fine-tunes" in result.stderr
+    assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
 
 
 def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):

@@ -93,13 +93,17 @@ def run_squad_fresh(setup, output, version, *extra):
     )  # fmt: skip
 
 
-def export_answers_run_squads(setup, output, version, *extra):
-    """run_squad's predictions of long contexts (windowed) and the span export's answers are the same."""
-    predicted = run_squad(
-        setup, output / "long", version, f"--model_dir={output}", "--nodo_train", "--nodo_eval",
-        "--do_predict", f"--predict_file={setup / f'long-{version}.json'}", *extra,
+def export_answers_run_squads(setup, output, version, taken):
+    """run_squad's predictions of long contexts (windowed) and the span export's answers are the same. The
+    fine-tuned directory predicts with no window, decoding or version flags: it brings its own (`taken`, what
+    the command says it took)."""
+    predicted = commands.run(
+        "albert_tf.run_squad",
+        [f"--model_dir={output}", f"--output_dir={output / 'long'}", "--nodo_train", "--nodo_eval",
+         "--do_predict", f"--predict_file={setup / f'long-{version}.json'}", "--eval_batch_size=32"],
     )  # fmt: skip
     assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert f"fine-tuned model in {output} gives {taken}" in predicted.stderr
     exported = commands.run(
         "albert_tf.export_saved_model",
         [f"--model_dir={output}", "--task=span", f"--export_dir={output / 'served' / '1'}"],
@@ -138,7 +142,8 @@ def test_v1_learns_the_spans_and_writes_official_predictions(setup, tmp_path):
     assert set(predictions) == {p["qas"][0]["id"] for p in dev}
     assert all(predictions[p["qas"][0]["id"]] in p["context"] for p in dev)
     assert model_dir.load_task_model(str(tmp_path / "out")).answerability is False
-    answers = export_answers_run_squads(setup, tmp_path / "out", "v1.1")
+    taken = "--max_seq_length=64 --doc_stride=24 --max_query_length=8\n"
+    answers = export_answers_run_squads(setup, tmp_path / "out", "v1.1", taken)
     assert sum(answer in COLOURS for answer in answers) > len(answers) / 2  # windowed, still found
 
 
@@ -154,7 +159,8 @@ def test_v2_decides_answerability(setup, tmp_path):
     # The default threshold 0 on the answerability logit is a no-answer probability of 0.5.
     assert all((no_answer[q] > 0.5) == (text == "") for q, text in predictions.items())
     assert model_dir.load_task_model(str(tmp_path / "out")).answerability is True
-    answers = export_answers_run_squads(setup, tmp_path / "out", "v2.0", "--version_2_with_negative")
+    taken = "--max_seq_length=64 --version_2_with_negative --doc_stride=24 --max_query_length=8\n"
+    answers = export_answers_run_squads(setup, tmp_path / "out", "v2.0", taken)
     assert "" in answers and set(answers) & set(COLOURS)
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from albert_tf import model_files
-from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
+from albert_tf import file_io, model_files
+from albert_tf.models import AlbertClassifier, AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
 
 SPM = "albert_tf/sample/spm_8k.model"
@@ -61,3 +61,22 @@ def test_the_casing_is_kept_and_a_bad_tokenizer_file_is_named(tmp_path):
     (tmp_path / model_files.TOKENIZER_FILE).write_text('{"do_lower_case": "no"}')
     with pytest.raises(ValueError, match=r'tokenizer\.json: expected \{"do_lower_case": true\} or'):
         model_files.do_lower_case(tmp_path)
+
+
+def test_a_task_models_settings_are_read_without_keras_and_a_bad_file_is_named(tmp_path):
+    """What the fine-tuning commands read before TensorFlow starts: the task model's class and config."""
+    encoder = AlbertEncoder(tiny_config())
+    classifier = AlbertClassifier(
+        encoder, num_classes=2, labels=("no", "yes"), preprocessing={"max_seq_length": 9}
+    )
+    model_dir.save_task_model(classifier, tmp_path)
+    class_name, config = model_files.task_model_config(tmp_path)
+    assert class_name == "AlbertClassifier" and config["labels"] == ["no", "yes"]
+    assert config["preprocessing"]["max_seq_length"] == 9
+    assert model_files.task_model_config(tmp_path / "none") is None
+    # On TensorFlow's file systems too (ram://), where seeking before a file's start is not an OSError.
+    for folder in (str(tmp_path), "ram://task_model_settings"):
+        for data in (b"", b"not a zip file, but longer than a zip's end record"):
+            file_io.write_atomically(file_io.join(folder, model_files.TASK_MODEL_FILE), data)
+            with pytest.raises(ValueError, match=r"task_model\.keras: not a Keras model file"):
+                model_files.task_model_config(folder)
