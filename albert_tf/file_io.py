@@ -44,7 +44,7 @@ def exists(path):
 
 def size(path):
     """The file's size in bytes."""
-    return _gfile().stat(path).length
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
 
 
 def isdir(path):
