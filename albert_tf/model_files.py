@@ -62,19 +62,21 @@ def has_task_model(directory):
 def task_model_config(directory):
     """The fine-tuned task model's Keras class name and config, read from the config.json inside
     task_model.keras without Keras (only that member is read): (class_name, config dict), or None when the
-    directory holds no task model."""
+    directory holds no task model. ValueError naming the file when it cannot be read as one."""
     path = file_io.join(directory, TASK_MODEL_FILE)
     if not file_io.exists(path):
         return None
-    error = ValueError(f"{path}: not a Keras model file (a zip with a model's config.json)")
-    if file_io.size(path) < 22:  # shorter than a zip's end record: a remote file would fail seeking to it
-        raise error
     try:
         with file_io.open_file(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
             saved = json.loads(archive.read("config.json"))
-        return saved["class_name"], saved["config"]
-    except (zipfile.BadZipFile, KeyError, ValueError, TypeError):
-        raise error from None
+        class_name, config = saved["class_name"], saved["config"]
+    except Exception as error:  # not a zip, no config; unreadable: OSError, or tf.errors.OpError when remote
+        raise ValueError(
+            f"{path}: cannot be read as a Keras model file, a zip with the model's config.json ({error})"
+        ) from None
+    if not isinstance(class_name, str) or not isinstance(config, dict):
+        raise ValueError(f"{path}: its config.json holds no model class and config")
+    return class_name, config
 
 
 def load_config(directory) -> AlbertConfig:

@@ -105,16 +105,22 @@ def main(settings_class, command, run, convert=None):
 
 def _from_the_model(command, values):
     """What a fine-tuned --model_dir keeps (settings.saved_settings) for the flags not given on the command
-    line or in a flagfile, where it differs from the flag's default; says on stderr what it took."""
+    line or in a flagfile, where it differs from the flag's default; says on stderr what it took, and which
+    flags given differ from the model's."""
     model_dir = values["model_dir"]
     task_model = model_files.task_model_config(model_dir)
-    saved = task_settings.saved_settings(command, task_model, model_dir, values.get("task_name"))
-    taken = {
-        name: value for name, value in saved.items() if not FLAGS[name].present and value != values[name]
-    }
+    saved = task_settings.saved_settings(command, task_model, model_dir, values)
+    given = {name for name in saved if not FLAGS[name].using_default_value}
+    taken = {name: value for name, value in saved.items() if name not in given and value != values[name]}
     if taken:
         shown = " ".join(_flag(name, value) for name, value in taken.items())
         print(f"{command}: the fine-tuned model in {model_dir} gives {shown}", file=sys.stderr)
+    for name in sorted(name for name in given if values[name] != saved[name]):
+        print(
+            f"{command}: {_flag(name, values[name])} given; the fine-tuned model in {model_dir} has "
+            f"{_flag(name, saved[name])}",
+            file=sys.stderr,
+        )
     return taken
 
 

@@ -76,17 +76,18 @@ TASK_MODEL_CLASSES = {
 SPAN_FLAGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "null_score_threshold")
 
 
-def saved_settings(command, task_model, where, task_name=None):
+def saved_settings(command, task_model, where, values):
     """The settings, by flag name, that a fine-tuned model keeps: its sequence length; a text classifier's
     labels in index order; a span model's windows, decoding and answerability (version_2_with_negative).
 
     Args:
       command: "run_classifier", "run_race" or "run_squad".
       task_model: (class name, Keras config) of the model (model_files.task_model_config), or None.
-      where: the model directory, for the error.
-      task_name: run_classifier's --task_name: only the text task takes labels from the model (a GLUE
+      where: the model directory, for errors.
+      values: the command's flag values by name. Only the text task takes labels from the model (a GLUE
         task has its own).
-    Raises ValueError when the model is not the command's kind.
+    Raises ValueError when the model is not the command's kind, or is a text classifier with no label names
+    to predict with (none kept, none given, no labelled data to read them from).
     """
     if task_model is None:
         return {}
@@ -100,8 +101,15 @@ def saved_settings(command, task_model, where, task_name=None):
     length = (config.get("preprocessing") or {}).get("max_seq_length")
     if length:
         saved["max_seq_length"] = int(length)
-    if command == "run_classifier" and (task_name or "").lower() == "text" and config.get("labels"):
-        saved["labels"] = tuple(str(label) for label in config["labels"])
+    if command == "run_classifier" and str(values.get("task_name")).lower() == "text":
+        classes, labels = config.get("num_classes", 1), config.get("labels")
+        if labels:
+            saved["labels"] = tuple(str(label) for label in labels)
+        elif classes > 1 and not (values.get("labels") or values.get("train_file") or values.get("dev_file")):
+            raise ValueError(
+                f"{where} holds a {classes}-class classifier without label names: give --labels, its classes "
+                "in index order"
+            )
     if command == "run_squad":
         saved["version_2_with_negative"] = bool(config.get("answerability"))
         span = config.get("span_settings") or {}

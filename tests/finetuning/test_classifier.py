@@ -130,20 +130,65 @@ def test_a_fine_tuned_text_classifier_predicts_with_its_own_length_and_labels(pa
     assert [line.split("\t")[1] for line in lines] == expected
 
 
-def test_another_tasks_fine_tuned_model_is_refused_before_tensorflow_starts(setup, tmp_path):
-    tuned = tmp_path / "tuned"
-    model_dir.copy_config_and_spm(str(setup / "model"), str(tuned))
-    model_dir.save_task_model(
-        AlbertClassifier.from_model_dir(str(setup / "model"), num_classes=2), str(tuned)
+def saved_classifier(setup, folder, labels=("no", "yes")):
+    """A model directory holding a 2-class classifier of the setup's model at 16 tokens, not trained."""
+    classifier = AlbertClassifier.from_model_dir(
+        str(setup / "model"), num_classes=2, labels=labels, max_seq_length=16
     )
-    result = subprocess.run(
-        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_squad", f"--model_dir={tuned}",
-         f"--output_dir={tmp_path / 'out'}", "--nodo_train", f"--predict_file={tmp_path / 'dev.json'}"],
-        cwd=ROOT, capture_output=True, text=True,
+    model_dir.copy_config_and_spm(str(setup / "model"), str(folder))
+    model_dir.save_task_model(classifier, str(folder))
+    return folder
+
+
+def fresh_command(module, *flags):
+    """The command in a fresh interpreter that lists the modules it imports (IMPORT_TIMES) on stderr."""
+    command = [sys.executable, *IMPORT_TIMES, "-m", module, *flags]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+
+def test_another_tasks_fine_tuned_model_is_refused_before_tensorflow_starts(setup, tmp_path):
+    tuned = saved_classifier(setup, tmp_path / "tuned")
+    result = fresh_command(
+        "albert_tf.run_squad", f"--model_dir={tuned}", f"--output_dir={tmp_path / 'out'}", "--nodo_train",
+        f"--predict_file={tmp_path / 'dev.json'}",
     )  # fmt: skip
     assert result.returncode == 1, result.stderr[-2000:]
     assert f"{tuned} holds a fine-tuned AlbertClassifier; run_squad fine-tunes" in result.stderr
     assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
+
+
+def test_a_flag_given_wins_over_the_fine_tuned_models_even_at_its_default(setup, tmp_path):
+    """--max_seq_length=128 (the default) on the command line or in a flagfile is kept, and said to differ
+    from the model's 16; the model's position embeddings (16) then refuse it."""
+    tuned = saved_classifier(setup, tmp_path / "tuned")
+    (tmp_path / "test.csv").write_text("text\nfine\n", encoding="utf-8")
+    (tmp_path / "length.flags").write_text("--max_seq_length=128\n", encoding="utf-8")
+    common = ["--task_name=text", f"--model_dir={tuned}", f"--output_dir={tmp_path / 'out'}", "--nodo_train",
+              "--nodo_eval", "--do_predict", f"--test_file={tmp_path / 'test.csv'}"]  # fmt: skip
+    for given in ("--max_seq_length=128", f"--flagfile={tmp_path / 'length.flags'}"):
+        result = fresh_command("albert_tf.run_classifier", *common, given)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert f"--max_seq_length=128 given; the fine-tuned model in {tuned} has --max_seq_length=16" in (
+            result.stderr
+        )
+        assert "exceeds the model's max_position_embeddings=16" in result.stderr
+        assert f"fine-tuned model in {tuned} gives --labels=no,yes\n" in result.stderr
+        assert not imported_tensorflow(result.stderr)
+
+
+def test_a_classifier_without_label_names_needs_labels_before_tensorflow_starts(setup, tmp_path):
+    """A classifier fitted on class indices keeps no names: predicting a text file needs --labels (without,
+    it would be taken for a regression)."""
+    tuned = saved_classifier(setup, tmp_path / "tuned", labels=None)
+    (tmp_path / "test.csv").write_text("text\nfine\n", encoding="utf-8")
+    result = fresh_command(
+        "albert_tf.run_classifier", "--task_name=text", f"--model_dir={tuned}",
+        f"--output_dir={tmp_path / 'out'}", "--nodo_train", "--nodo_eval", "--do_predict",
+        f"--test_file={tmp_path / 'test.csv'}",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"{tuned} holds a 2-class classifier without label names: give --labels" in result.stderr
+    assert not imported_tensorflow(result.stderr)
 
 
 def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):

@@ -131,7 +131,9 @@ def export_answers_run_squads(setup, output, version, taken):
 
 @pytest.mark.slow
 def test_v1_learns_the_spans_and_writes_official_predictions(setup, tmp_path):
-    result = run_squad(setup, tmp_path / "out", "v1.1", "--do_predict")
+    result = run_squad(
+        setup, tmp_path / "out", "v1.1", "--do_predict", "--n_best_size=10", "--max_answer_length=20"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr.count("run_squad: step ") == 4
     results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
@@ -142,7 +144,9 @@ def test_v1_learns_the_spans_and_writes_official_predictions(setup, tmp_path):
     assert set(predictions) == {p["qas"][0]["id"] for p in dev}
     assert all(predictions[p["qas"][0]["id"]] in p["context"] for p in dev)
     assert model_dir.load_task_model(str(tmp_path / "out")).answerability is False
-    taken = "--max_seq_length=64 --doc_stride=24 --max_query_length=8\n"
+    taken = (
+        "--max_seq_length=64 --doc_stride=24 --max_query_length=8 --n_best_size=10 --max_answer_length=20\n"
+    )
     answers = export_answers_run_squads(setup, tmp_path / "out", "v1.1", taken)
     assert sum(answer in COLOURS for answer in answers) > len(answers) / 2  # windowed, still found
 

@@ -63,7 +63,7 @@ def test_the_casing_is_kept_and_a_bad_tokenizer_file_is_named(tmp_path):
         model_files.do_lower_case(tmp_path)
 
 
-def test_a_task_models_settings_are_read_without_keras_and_a_bad_file_is_named(tmp_path):
+def test_a_task_models_class_and_config_are_read_from_its_file_and_a_bad_file_is_named(tmp_path):
     """What the fine-tuning commands read before TensorFlow starts: the task model's class and config."""
     encoder = AlbertEncoder(tiny_config())
     classifier = AlbertClassifier(
@@ -78,5 +78,5 @@ def test_a_task_models_settings_are_read_without_keras_and_a_bad_file_is_named(t
     for folder in (str(tmp_path), "ram://task_model_settings"):
         for data in (b"", b"not a zip file, but longer than a zip's end record"):
             file_io.write_atomically(file_io.join(folder, model_files.TASK_MODEL_FILE), data)
-            with pytest.raises(ValueError, match=r"task_model\.keras: not a Keras model file"):
+            with pytest.raises(ValueError, match=r"task_model\.keras: cannot be read as a Keras model file"):
                 model_files.task_model_config(folder)
