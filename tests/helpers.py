@@ -82,6 +82,13 @@ def small_spm(folder, vocab_size=90):
 IMPORT_TIMES = ("-X", "importtime")
 
 
+def fresh_command(module, *flags):
+    """`python -m module flags` in a fresh interpreter, in the repository, that lists the modules it imports
+    (IMPORT_TIMES) on stderr."""
+    command = [sys.executable, *IMPORT_TIMES, "-m", module, *flags]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+
+
 def imported_tensorflow(stderr):
     """Whether the stderr of a process run with IMPORT_TIMES shows TensorFlow imported."""
     return re.search(r"\|\s+tensorflow$", stderr, re.MULTILINE) is not None

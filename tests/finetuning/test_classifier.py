@@ -4,8 +4,6 @@ import csv
 import json
 import os
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -13,7 +11,7 @@ import pytest
 
 from albert_tf.models import AlbertClassifier, AlbertEncoder, AlbertPretrainer, model_dir
 from tests import commands
-from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
+from tests.helpers import fresh_command, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
@@ -140,12 +138,6 @@ def saved_classifier(setup, folder, labels=("no", "yes")):
     return folder
 
 
-def fresh_command(module, *flags):
-    """The command in a fresh interpreter that lists the modules it imports (IMPORT_TIMES) on stderr."""
-    command = [sys.executable, *IMPORT_TIMES, "-m", module, *flags]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-
-
 def test_another_tasks_fine_tuned_model_is_refused_before_tensorflow_starts(setup, tmp_path):
     tuned = saved_classifier(setup, tmp_path / "tuned")
     result = fresh_command(
@@ -196,11 +188,9 @@ def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path)
     folder.mkdir()
     (folder / "train.tsv").write_text("sentence\tlabel\nfine\t1\nodd\tpositive\n", encoding="utf-8")
     (folder / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n", encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier", "--task_name=sst-2",
-         f"--data_dir={folder}", f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}",
-         "--max_seq_length=16"],
-        cwd=ROOT, capture_output=True, text=True,
+    result = fresh_command(
+        "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={folder}",
+        f"--model_dir={setup / 'model'}", f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
     )  # fmt: skip
     assert result.returncode == 1
     assert "train.tsv:3: label 'positive' is not one of 0, 1" in result.stderr
@@ -229,11 +219,7 @@ def test_task_data_that_is_not_utf8_is_named_by_the_command_or_read_with_errors_
 
 
 def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setup, tmp_path):
-    result = subprocess.run(
-        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier",
-         *flags(setup, tmp_path / "out", "--max_seq_length=17")],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    result = fresh_command("albert_tf.run_classifier", *flags(setup, tmp_path / "out", "--max_seq_length=17"))
     assert result.returncode == 1
     assert "--max_seq_length=17 exceeds the model's max_position_embeddings=16" in result.stderr
     assert not imported_tensorflow(result.stderr)
@@ -241,11 +227,9 @@ def test_sequence_longer_than_the_model_is_refused_before_tensorflow_starts(setu
 
 def test_nodo_train_on_a_pretrained_model_is_refused_before_tensorflow_starts(setup, tmp_path):
     """Evaluating or predicting needs a fine-tuned model: a pretrained one's head would be random."""
-    result = subprocess.run(
-        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_classifier",
-         *flags(setup, tmp_path / "out", "--nodo_train", "--do_predict")],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    result = fresh_command(
+        "albert_tf.run_classifier", *flags(setup, tmp_path / "out", "--nodo_train", "--do_predict")
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert re.search(r"--nodo_train needs a fine-tuned --model_dir .*model holds a pretrained", result.stderr)
     assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()

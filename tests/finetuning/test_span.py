@@ -3,8 +3,6 @@
 import json
 import os
 import random
-import subprocess
-import sys
 
 import keras
 import pytest
@@ -13,7 +11,7 @@ from albert_tf.models import AlbertEncoder, AlbertPretrainer, AlbertSpanLabeler,
 from albert_tf.serving.servable import Servable
 from albert_tf.text.span_settings import SpanSettings
 from tests import commands
-from tests.helpers import IMPORT_TIMES, imported_tensorflow, tiny_config
+from tests.helpers import fresh_command, imported_tensorflow, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
@@ -85,12 +83,8 @@ def run_squad(setup, output, version, *extra):
 
 
 def run_squad_fresh(setup, output, version, *extra):
-    """run_squad in a fresh interpreter that lists the modules it imports (IMPORT_TIMES) on stderr."""
-    flags = squad_flags(setup, output, version, *extra)
-    return subprocess.run(
-        [sys.executable, *IMPORT_TIMES, "-m", "albert_tf.run_squad", *flags],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    """run_squad in a fresh interpreter that lists the modules it imports on stderr (fresh_command)."""
+    return fresh_command("albert_tf.run_squad", *squad_flags(setup, output, version, *extra))
 
 
 def export_answers_run_squads(setup, output, version, taken):
