@@ -1,10 +1,12 @@
-"""Where the pretraining-data builder reads and writes: this machine's disks, or any file system Apache Beam
-knows (gs://, s3://, hdfs://, and local paths).
+"""Where the corpus readers (the pretraining-data builder, the tokenizer's training) read and the builder
+writes: this machine's disks, any file system Apache Beam knows (gs://, s3://, hdfs://, and local paths), or
+any TensorFlow knows.
 
 The builder imports no TensorFlow (tf.io.gfile would cost every worker 600 MB), so a build under Beam goes
 through `apache_beam.io.filesystems.FileSystems`, which is what Dataflow, Flink and Spark workers have, and a
 local build through the os module. Both objects offer the same few operations; readers are binary and
 seekable, and the builder publishes every file by writing a temporary name and renaming it.
+`train_tokenizer`, which runs where TensorFlow is installed, reads through `TensorFlowFiles`.
 """
 
 import glob
@@ -39,6 +41,31 @@ class LocalFiles:
     def remove(path):
         if os.path.exists(path):
             os.remove(path)
+
+
+class TensorFlowFiles:
+    """Local paths as LocalFiles; paths with a scheme (gs://, file://, ...) through TensorFlow's file systems
+    (file_io), which imports TensorFlow for the first of them. Reading only."""
+
+    @staticmethod
+    def glob(pattern):
+        from albert_tf import file_io
+
+        if not file_io.is_remote(pattern):
+            return LocalFiles.glob(pattern)
+        return [path for path in file_io.glob(pattern) if not file_io.isdir(path)]
+
+    @staticmethod
+    def size(path):
+        from albert_tf import file_io
+
+        return file_io.size(path)
+
+    @staticmethod
+    def open_read(path):
+        from albert_tf import file_io
+
+        return file_io.open_file(path, "rb")
 
 
 class BeamFiles:

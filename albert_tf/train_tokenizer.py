@@ -15,8 +15,10 @@ import sys
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input", None, "Text files (comma-separated globs), one sentence per line.")
-flags.DEFINE_string("model_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
+flags.DEFINE_string(
+    "input", None, "Text files (comma-separated globs, local or gs:// and the like), one sentence per line."
+)
+flags.DEFINE_string("model_prefix", None, "Writes PREFIX.model and PREFIX.vocab (a local or gs:// path).")
 flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, special pieces included.")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase before training (must match the tokenizer's setting).")
 flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe"], "SentencePiece model type.")
@@ -32,10 +34,11 @@ flags.mark_flags_as_required(["input", "model_prefix"])
 def main(argv):
     del argv
     from albert_tf import file_io
+    from albert_tf.file_systems import TensorFlowFiles
     from albert_tf.text import corpus, spm_training
 
     try:
-        paths = corpus.expand_patterns(FLAGS.input, flag="input")
+        paths = corpus.expand_patterns(FLAGS.input, flag="input", files=TensorFlowFiles)
         summary = spm_training.train(
             paths,
             FLAGS.model_prefix,
@@ -48,6 +51,7 @@ def main(argv):
             num_threads=FLAGS.num_threads,
             random_seed=FLAGS.random_seed,
             errors=FLAGS.errors,
+            files=TensorFlowFiles,
         )
     except (corpus.CorpusError, spm_training.TrainingError, file_io.FolderError) as error:
         sys.exit(f"train_tokenizer: error: {error}")

@@ -1,6 +1,7 @@
 """file_io on a file system other than the local disk (ram://, TensorFlow's in-memory one, in this process),
 and the toolkit end to end on it: pretraining, fine-tuning and export write nothing to local disk."""
 
+import gzip
 import os
 import stat
 import uuid
@@ -17,7 +18,8 @@ from albert_tf.pretraining.run import run
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.serving.export import export_saved_model
 from albert_tf.serving.servable import Servable
-from tests.helpers import REPO
+from tests import commands
+from tests.helpers import REPO, SAMPLE_CORPUS
 
 
 @pytest.fixture
@@ -180,3 +182,25 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
     )
     assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
     assert not tf.io.gfile.exists(os.path.join(str(tmp_path), "ram:"))
+
+
+def test_the_tokenizer_trains_on_a_corpus_of_another_file_system(tmp_path):
+    """train_tokenizer reads --input and writes --model_prefix through TensorFlow's file systems: its file://
+    one (the command's own process sees it, unlike ram://) gives the model a run on local paths gives."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)
+    (corpus / "a.txt").write_text("".join(lines[:1500]), encoding="utf-8")
+    (corpus / "b.txt.gz").write_bytes(gzip.compress("".join(lines[1500:3000]).encode("utf-8")))
+    (corpus / "folder.txt").mkdir()  # matched by the pattern, not a file: left out, as on a local disk
+    models = {}
+    for where, root in (("local", str(tmp_path)), ("file_system", f"file://{tmp_path}")):
+        result = commands.run("albert_tf.train_tokenizer", [
+            f"--input={root}/corpus/*.txt,{root}/corpus/*.gz", f"--model_prefix={root}/{where}/albert",
+            "--vocab_size=300", "--num_threads=1",
+        ])  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        read = sum(1 for line in lines[:3000] if line.strip())  # both files, every non-blank line
+        assert result.stdout.startswith(f"train_tokenizer: {read} lines "), result.stdout
+        models[where] = (tmp_path / where / "albert.model").read_bytes()
+    assert models["file_system"] == models["local"]

@@ -21,7 +21,7 @@ def expand_patterns(spec, flag="input_file", files=LocalFiles):
     Args:
       spec: "a.txt,dir/*.txt" or a list of such strings.
       flag: the flag name to put in error messages.
-      files: file_systems.LocalFiles or a file_systems.BeamFiles().
+      files: file_systems.LocalFiles, TensorFlowFiles or a BeamFiles().
 
     Raises:
       CorpusError: a pattern that matches nothing (named), or no pattern at all.
@@ -45,18 +45,17 @@ class LineReader:
     Args:
       paths: files to read.
       errors: "strict" (invalid UTF-8 raises CorpusError naming file and line) or "replace" (U+FFFD, counted).
+      files: the file system object that reads them (file_systems.LocalFiles, TensorFlowFiles, BeamFiles()).
     """
 
-    def __init__(self, paths, errors="strict"):
+    def __init__(self, paths, errors="strict", files=LocalFiles):
         if errors not in ("strict", "replace"):
             raise CorpusError(f"--errors must be 'strict' or 'replace', got {errors!r}")
         self.paths = list(paths)
         self.errors = errors
+        self.file_system = files
         self.replaced_lines = 0
         self.bytes_read = 0
-
-    def _open(self, path):
-        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
     def files(self):
         """Yields, per file, an iterator of its decoded lines (newline removed)."""
@@ -64,7 +63,7 @@ class LineReader:
             yield self._lines(path)
 
     def _lines(self, path):
-        with self._open(path) as handle:
+        with _open(self.file_system, path) as handle:
             for number, raw in enumerate(handle, start=1):
                 self.bytes_read += len(raw)
                 try:

@@ -6,6 +6,7 @@ import re
 import sentencepiece
 
 from albert_tf import file_io
+from albert_tf.file_systems import LocalFiles
 from albert_tf.text import corpus
 from albert_tf.text.normalization import preprocess_text
 from albert_tf.text.tokenizer import CLS, MASK, SEP, load_sentencepiece
@@ -32,13 +33,17 @@ def train(
     num_threads=1,
     random_seed=12345,
     errors="strict",
+    files=LocalFiles,
 ):
     """Trains on the normalized lines of paths; writes model_prefix.model and model_prefix.vocab.
+
+    files: what reads the paths (file_systems.LocalFiles, or TensorFlowFiles for gs:// and the like);
+    model_prefix may be on any TensorFlow file system (file_io).
 
     Returns:
       A one-line summary (lines read, vocabulary size, output path).
     """
-    reader = corpus.LineReader(paths, errors=errors)
+    reader = corpus.LineReader(paths, errors=errors, files=files)
     counts = {"lines": 0}
     unreadable = []
 
