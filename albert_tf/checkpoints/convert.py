@@ -136,7 +136,13 @@ def from_tf1(path, albert_config_file=None, spm_model_file=None) -> Conversion:
             f"{prefix}: variables not converted (neither model weights nor optimizer state): "
             f"{', '.join(unused)}"
         )
-    spm = spm_model_file or (_only_file(folder, "*.model") if file_io.isdir(path) else None)
+    spm = spm_model_file or _only_file(folder, "*.model")  # a release's 30k-clean.model, beside a prefix too
+    if spm is None:
+        notes.append(
+            f"{folder}: no SentencePiece model (one *.model file) next to the checkpoint, so the model "
+            "directory has no spm.model, which fine-tuning and export need; convert again with "
+            "--spm_model_file"
+        )
     step = int(reader.get_tensor("global_step")) if "global_step" in shapes else None
     return Conversion(pretrainer, spm, task_heads, notes, global_step=step)
 

@@ -145,6 +145,19 @@ def test_fine_tuned_classifier_head_is_kept(tmp_path):
         assert kept["output_weights"].shape == (3, 14)
 
 
+def test_a_checkpoint_prefix_finds_the_sentencepiece_model_beside_it_or_says_it_has_none(tmp_path):
+    release = write_tf1_release(str(tmp_path / "release"), "single_group")
+    prefix = os.path.join(release, "model.ckpt-best")
+    no_model = convert.from_tf1(prefix)
+    assert no_model.spm_model is None
+    assert any("no SentencePiece model" in note and "--spm_model_file" in note for note in no_model.notes)
+    shutil.copyfile(SAMPLE_SPM, os.path.join(release, "30k-clean.model"))  # as in Google's releases
+    for given in (prefix, release):
+        conversion = convert.from_tf1(given)
+        assert conversion.spm_model == os.path.join(release, "30k-clean.model"), given
+        assert not any("SentencePiece" in note for note in conversion.notes)
+
+
 def test_missing_variable_is_named_and_nothing_is_written(tmp_path):
     release = write_tf1_release(str(tmp_path / "release"), "single_group", drop=("bert/pooler/dense/bias",))
     with pytest.raises(convert.ConversionError, match="missing variables: bert/pooler/dense/bias"):
