@@ -23,7 +23,8 @@ def rest_body(texts, texts_b=None, signature="serving_default"):
 
 
 class ServerError(RuntimeError):
-    """The model server answered with an error: its HTTP status and the message of its {"error": ...} body."""
+    """The model server answered with an error (REST: its HTTP status and the message of its {"error": ...}
+    body; gRPC: its status code and message), or no server answered."""
 
 
 def predict_rest(url, texts, texts_b=None):
@@ -39,6 +40,8 @@ def predict_rest(url, texts, texts_b=None):
             return json.loads(response.read())["outputs"]
     except urllib.error.HTTPError as error:
         raise ServerError(f"HTTP {error.code}: {server_message(error.read())}") from None
+    except urllib.error.URLError as error:  # nothing listening, an unknown host, ...
+        raise ServerError(f"no answer from {url}: {error.reason}") from None
 
 
 def server_message(body):
@@ -80,38 +83,49 @@ def classification_request(model, texts, texts_b=None):
 
 
 def call_grpc(target, request):
-    """Sends a Predict or Classify request to host:port; returns the response proto."""
+    """Sends a Predict or Classify request to host:port; returns the response proto.
+
+    An error status (INVALID_ARGUMENT for a missing input, UNAVAILABLE when no server listens, ...) raises
+    ServerError with its code and the server's message.
+    """
     import grpc
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     with grpc.insecure_channel(target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         method = stub.Classify if request.DESCRIPTOR.name == "ClassificationRequest" else stub.Predict
-        return method(request, timeout=30)
+        try:
+            return method(request, timeout=30)
+        except grpc.RpcError as error:
+            raise ServerError(f"gRPC {error.code().name}: {error.details()}") from None
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--text", action="append", required=True, help="Repeat for a batch.")
     parser.add_argument("--text_b", action="append", help="Second texts of pairs, as many as --text.")
     parser.add_argument("--model", default="albert")
     parser.add_argument("--host", default="localhost")
     parser.add_argument("--grpc", action="store_true", help="Use gRPC (port 8500) instead of REST (8501).")
+    parser.add_argument("--port", type=int, help="The server's port, when not the default 8500 / 8501.")
     parser.add_argument("--signature", default="serving_default", choices=["serving_default", "classify"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.text_b is not None and len(args.text_b) != len(args.text):
         parser.error(f"{len(args.text)} --text but {len(args.text_b)} --text_b")
-    if args.signature == "classify":
-        print(call_grpc(f"{args.host}:8500", classification_request(args.model, args.text, args.text_b)))
-    elif args.grpc:
-        print(call_grpc(f"{args.host}:8500", predict_request(args.model, args.text, args.text_b)))
-    else:
-        url = f"http://{args.host}:8501/v1/models/{args.model}:predict"
-        try:
+    grpc = args.grpc or args.signature == "classify"  # the Classify API is gRPC's
+    port = args.port or (8500 if grpc else 8501)
+    texts = (args.model, args.text, args.text_b)
+    try:
+        if args.signature == "classify":
+            print(call_grpc(f"{args.host}:{port}", classification_request(*texts)))
+        elif grpc:
+            print(call_grpc(f"{args.host}:{port}", predict_request(*texts)))
+        else:
+            url = f"http://{args.host}:{port}/v1/models/{args.model}:predict"
             print(json.dumps(predict_rest(url, args.text, args.text_b), indent=2))
-        except ServerError as error:
-            print(f"client.py: the server says: {error}", file=sys.stderr)
-            return 1
+    except ServerError as error:
+        print(f"client.py: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -45,7 +45,7 @@ from albert_tf.serving.servable import Servable, ServingError
 from albert_tf.text import span_settings
 from albert_tf.text.tokenizer import AlbertTokenizer, TokenizerError
 from tests import commands
-from tests.helpers import INFO_LINE, SAMPLE_CORPUS, small_spm, tiny_config
+from tests.helpers import INFO_LINE, SAMPLE_CORPUS, free_ports, small_spm, tiny_config
 from tests.text.text_samples import varied_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1138,6 +1138,12 @@ def test_a_pair_classifier_fine_tuned_at_another_length_exports_without_flags(tm
     ):
         with pytest.raises(ValueError, match=message):
             export.export_saved_model(model, SPM, tmp_path / "refused" / "1", "classifier", **given)
+    refused = commands.run("albert_tf.export_saved_model", [
+        f"--model_dir={tmp_path / 'tuned'}", "--task=classifier",
+        f"--export_dir={tmp_path / 'refused' / '1'}", "--notext_pair",
+    ])  # fmt: skip
+    assert refused.returncode == 1
+    assert "trained with text_pair=True; text_pair=False contradicts it" in refused.stderr, refused.stderr
     assert not (tmp_path / "refused").exists()
 
 
@@ -1160,10 +1166,16 @@ def test_client_requests_are_what_the_signatures_take(exports):
     np.testing.assert_allclose(scores, direct["probabilities"], atol=1e-6)
 
 
-def test_client_shows_the_servers_error_message():
-    """TF Serving's REST API answers a bad request with HTTP 400 and {"error": "..."}: the client says it."""
+def test_client_shows_the_servers_error_message(capsys):
+    """TF Serving answers a bad request over REST with HTTP 400 and {"error": "..."}, over gRPC with the
+    status INVALID_ARGUMENT and the same message; where no server listens nothing answers. export/client.py
+    says each in one line and exits with 1."""
     import http.server
     import threading
+    from concurrent import futures
+
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     sys.path.insert(0, os.path.join(ROOT, "export"))
     import client
@@ -1183,16 +1195,37 @@ def test_client_shows_the_servers_error_message():
         def log_message(self, *args):
             pass
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.handle_request, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_port}/v1/models/albert:predict"
+    class Servicer(prediction_service_pb2_grpc.PredictionServiceServicer):
+        def Predict(self, request, context):  # noqa: N802 (the service's method names)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+        def Classify(self, request, context):  # noqa: N802
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+    def said(*args):
+        code = client.main(["--host=127.0.0.1", "--text=only text", *args])
+        return code, capsys.readouterr().err
+
+    rest = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=rest.serve_forever, daemon=True).start()
+    rpc = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Servicer(), rpc)
+    rpc_port = rpc.add_insecure_port("127.0.0.1:0")
+    rpc.start()
     try:
-        with pytest.raises(client.ServerError, match=r"HTTP 400: input size does not match signature"):
-            client.predict_rest(url, ["only text"])
+        assert said(f"--port={rest.server_port}") == (1, f"client.py: error: HTTP 400: {message}\n")
+        refused = f"client.py: error: gRPC INVALID_ARGUMENT: {message}\n"
+        for flag in ("--grpc", "--signature=classify"):
+            assert said(flag, f"--port={rpc_port}") == (1, refused)
     finally:
-        thread.join(timeout=10)
-        server.server_close()
+        rest.shutdown()
+        rest.server_close()
+        rpc.stop(grace=None)
+    (closed,) = free_ports(1)
+    code, error = said(f"--port={closed}")
+    assert code == 1 and error.startswith(f"client.py: error: no answer from http://127.0.0.1:{closed}/")
+    code, error = said("--grpc", f"--port={closed}")
+    assert code == 1 and error.startswith("client.py: error: gRPC UNAVAILABLE: "), error
 
 
 def batching_parameters_class():
