@@ -114,12 +114,12 @@ def main(argv=None):
         parser.error(f"{len(args.text)} --text but {len(args.text_b)} --text_b")
     grpc = args.grpc or args.signature == "classify"  # the Classify API is gRPC's
     port = args.port or (8500 if grpc else 8501)
-    texts = (args.model, args.text, args.text_b)
+    parts = (args.model, args.text, args.text_b)  # of the request
     try:
         if args.signature == "classify":
-            print(call_grpc(f"{args.host}:{port}", classification_request(*texts)))
+            print(call_grpc(f"{args.host}:{port}", classification_request(*parts)))
         elif grpc:
-            print(call_grpc(f"{args.host}:{port}", predict_request(*texts)))
+            print(call_grpc(f"{args.host}:{port}", predict_request(*parts)))
         else:
             url = f"http://{args.host}:{port}/v1/models/{args.model}:predict"
             print(json.dumps(predict_rest(url, args.text, args.text_b), indent=2))
