@@ -195,6 +195,15 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
         with io.StringIO(content, newline="") as file:
             reader = csv.DictReader(file)
             rows = [(reader.line_num, row) for row in reader]
+        for number, row in rows:
+            if None in row:  # DictReader's key for the fields past the header's
+                fields = len(reader.fieldnames) + len(row[None])
+                raise DataError(
+                    f"{path}:{number}: {fields} fields, the header has {len(reader.fieldnames)} "
+                    f"({', '.join(reader.fieldnames)}); quote a field that holds a comma"
+                )
+    if not rows:
+        raise DataError(f"{path}: no examples")
     if text_b:
         pairs = [isinstance(row, dict) and row.get(text_b) is not None for _, row in rows]
         if any(pairs) and not all(pairs):
@@ -211,6 +220,9 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
     if label is None:
         examples = [Example(str(row[text]), str(row[text_b]) if text_b else None, None) for _, row in rows]
         return examples, tuple(labels or ())
+    for number, row in rows:
+        if not str(row[label]).strip():
+            raise DataError(f"{path}:{number}: the {label} is empty")
     if labels is None:
         labels = tuple(sorted({str(row[label]) for _, row in rows}))
     examples = [

@@ -53,6 +53,13 @@ def read(settings, command) -> TaskData:
         )
     do_lower_case = model_files.do_lower_case(s.model_dir)  # a cased model's text keeps its case
     splits, labels = READERS[command](s)
+    # A training batch is never short (the last partial one is dropped): fewer examples make none at all.
+    # SQuAD's batches are windows, of which a question makes one or more.
+    if command != "run_squad" and s.do_train and len(splits["train"]) < s.train_batch_size:
+        raise DataError(
+            f"{len(splits['train'])} training examples, fewer than --train_batch_size={s.train_batch_size}: "
+            "lower it, or add examples"
+        )
     return TaskData(spm, do_lower_case, splits, labels)
 
 
@@ -82,6 +89,12 @@ def classifier_splits(settings):
             f"--task_name must be a GLUE task ({', '.join(glue.TASKS)}) or 'text', got {s.task_name!r}"
         )
     files = {"train": s.train_file, "dev": s.dev_file, "test": s.test_file}
+    step = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}
+    missing = [split for split in _wanted(s) if not files[split]]
+    if missing:
+        needed = " and ".join(f"--{split}_file (for --{step[split]})" for split in missing)
+        off = " and ".join(f"--no{step[split]}" for split in missing)
+        raise ValueError(f"--task_name=text needs {needed}, or {off}")
     labels, splits = s.labels, {}
     for split, path in files.items():
         if path and split == "test" and s.do_predict:

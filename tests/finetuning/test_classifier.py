@@ -183,6 +183,41 @@ def test_a_classifier_without_label_names_needs_labels_before_tensorflow_starts(
     assert not imported_tensorflow(result.stderr)
 
 
+GOOD_CSV = 'text,label\n"fine, and more",a\nodd,b\n'
+
+
+@pytest.mark.parametrize(
+    ("train", "flags", "refused"),
+    [
+        ("text,label\nfine,a\nodd,b,c\n", [], "train.csv:3: 3 fields, the header has 2 (text, label)"),
+        ("text,label\nfine,a\nodd,\n", [], "train.csv:3: the label is empty"),
+        ("text,label\n", [], "train.csv: no examples"),
+        (GOOD_CSV, ["--train_batch_size=3"], "2 training examples, fewer than --train_batch_size=3"),
+        (None, [], "--task_name=text needs --train_file (for --do_train), or --nodo_train"),
+        (GOOD_CSV, ["--do_predict"], "needs --test_file (for --do_predict), or --nodo_predict"),
+    ],
+    ids=["extra_field", "empty_label", "no_rows", "fewer_than_a_batch", "no_train_file", "no_test_file"],
+)
+def test_text_files_that_cannot_make_the_run_are_refused_before_tensorflow_starts(
+    setup, tmp_path, train, flags, refused
+):
+    """A CSV row with more fields than its header, an empty label, a file without rows, fewer training
+    examples than a batch (training would make no batch at all) and a step without its file: each named, in
+    the command's first second, with nothing written."""
+    (tmp_path / "dev.csv").write_text(GOOD_CSV, encoding="utf-8")
+    given = [f"--dev_file={tmp_path / 'dev.csv'}", "--train_batch_size=2", *flags]
+    if train is not None:
+        (tmp_path / "train.csv").write_text(train, encoding="utf-8")
+        given.append(f"--train_file={tmp_path / 'train.csv'}")
+    result = fresh_command(
+        "albert_tf.run_classifier", "--task_name=text", f"--model_dir={setup / 'model'}",
+        f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16", *given,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert refused in result.stderr, result.stderr[-2000:]
+    assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
+
+
 def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):
     folder = tmp_path / "SST-2"
     folder.mkdir()
