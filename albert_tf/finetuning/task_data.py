@@ -11,6 +11,7 @@ import dataclasses
 from albert_tf import file_io, model_files
 from albert_tf.finetuning import glue, race, squad
 from albert_tf.finetuning.glue import DataError
+from albert_tf.finetuning.settings import TASK_MODEL_CLASSES
 from albert_tf.text.span_settings import check_answer_settings, check_window_settings
 from albert_tf.text.tokenizer import check_fits_vocabulary
 
@@ -60,7 +61,47 @@ def read(settings, command) -> TaskData:
             f"{len(splits['train'])} training examples, fewer than --train_batch_size={s.train_batch_size}: "
             "lower it, or add examples"
         )
+    if s.do_train:
+        _check_the_run_to_resume(s, command, splits, labels)
     return TaskData(spm, do_lower_case, splits, labels)
+
+
+def _check_the_run_to_resume(settings, command, splits, labels):
+    """Training into an --output_dir that holds a fine-tuned model resumes that run from its checkpoints: the
+    model it saved must be this command's kind, at this length, and a classifier of these texts (one or pairs)
+    and labels; else the resumed weights would be saved, and served, under this run's settings (a class's
+    output named by another label)."""
+    s = settings
+    saved = model_files.task_model_config(s.output_dir)
+    if saved is None:
+        return
+    class_name, config = saved
+    where = f"--output_dir={s.output_dir}"
+    if class_name != TASK_MODEL_CLASSES[command]:
+        raise ValueError(
+            f"{where} holds a fine-tuned {class_name}, and training there resumes its run: use a new "
+            "--output_dir for this one"
+        )
+    preprocessing = config.get("preprocessing") or {}
+    kept = {"max_seq_length": preprocessing.get("max_seq_length")}
+    this = {"max_seq_length": s.max_seq_length}
+    if command == "run_classifier":
+        examples = next(iter(splits.values()))
+        kept.update(
+            text_pair=preprocessing.get("text_pair"),
+            num_classes=config.get("num_classes"),
+            labels=tuple(str(label) for label in config.get("labels") or ()) or None,
+        )
+        pair, classes = examples[0].text_b is not None, len(labels) if labels else 1
+        this.update(text_pair=pair, num_classes=classes, labels=tuple(labels) if labels else None)
+    differ = [name for name, value in kept.items() if value is not None and value != this[name]]
+    if differ:
+        kept, this = (", ".join(f"{name}={values[name]}" for name in differ) for values in (kept, this))
+        raise ValueError(
+            f"{where} holds a run fine-tuned with {kept}, and training there resumes it: this run has "
+            f"{this}, under which its weights would be saved and served. Use a new --output_dir, or delete "
+            "that one"
+        )
 
 
 def _wanted(settings):

@@ -149,6 +149,35 @@ def test_another_tasks_fine_tuned_model_is_refused_before_tensorflow_starts(setu
     assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("kept", "flags", "differs"),
+    [
+        (("no", "yes"), [], ("labels=('no', 'yes')", "labels=('a', 'b')")),
+        (("a", "b"), ["--max_seq_length=12"], ("max_seq_length=16", "max_seq_length=12")),
+    ],
+    ids=["other_labels", "other_length"],
+)
+def test_training_into_a_fine_tuned_output_dir_of_other_settings_is_refused_before_tensorflow_starts(
+    setup, tmp_path, kept, flags, differs
+):
+    """Training resumes the run an --output_dir holds: with other labels (the same count) its weights would
+    be saved and served under the new names; at another length, for another length. Refused, naming both,
+    and the directory is left as it was."""
+    tuned = saved_classifier(setup, tmp_path / "tuned", labels=kept)
+    before = {path.name: path.read_bytes() for path in tuned.iterdir() if path.is_file()}
+    (tmp_path / "train.csv").write_text("text,label\nfine,a\nodd,b\n", encoding="utf-8")
+    result = fresh_command(
+        "albert_tf.run_classifier", "--task_name=text", f"--train_file={tmp_path / 'train.csv'}",
+        "--nodo_eval", f"--model_dir={setup / 'model'}", f"--output_dir={tuned}", "--max_seq_length=16",
+        "--train_batch_size=2", *flags,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    refused = f"--output_dir={tuned} holds a run fine-tuned with {differs[0]}, and training there resumes it"
+    assert refused in result.stderr and f"this run has {differs[1]}," in result.stderr, result.stderr[-2000:]
+    assert not imported_tensorflow(result.stderr)
+    assert {path.name: path.read_bytes() for path in tuned.iterdir() if path.is_file()} == before
+
+
 def test_a_flag_given_wins_over_the_fine_tuned_models_even_at_its_default(setup, tmp_path):
     """--max_seq_length=128 (the default) on the command line or in a flagfile is kept, and said to differ
     from the model's 16; the model's position embeddings (16) then refuse it."""
