@@ -96,6 +96,9 @@ def output_folders(paths, flag):
         if not isdir(folder):
             remove_empty(made)
             raise FolderError(f"{flag}: {folder}, the folder of {path}, is a file")
+        if isdir(path):  # found before the work, not when the finished output is renamed onto it
+            remove_empty(made)
+            raise FolderError(f"{flag}: {path} is a folder; name a file (in it, or beside it)")
     try:
         yield
     except BaseException:

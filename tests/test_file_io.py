@@ -127,6 +127,13 @@ def test_output_folders_are_made_and_removed_again_when_the_command_fails(ram, t
     ):
         pass
     assert file_io.listdir(root) == ["a", "file"]  # new/, made for the first path, is gone again
+    paths = [file_io.join(root, "new", "x"), file_io.join(root, "a")]  # a/ is a folder
+    with (
+        pytest.raises(file_io.FolderError, match=r"--output_file: .*a is a folder; name a file"),
+        file_io.output_folders(paths, "--output_file"),
+    ):
+        pass
+    assert file_io.listdir(root) == ["a", "file"]
 
 
 @pytest.mark.slow

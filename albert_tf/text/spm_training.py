@@ -43,6 +43,10 @@ def train(
     Returns:
       A one-line summary (lines read, vocabulary size, output path).
     """
+    if not model_prefix.rstrip().split("/")[-1]:  # "spm/" would write the hidden files spm/.model, .vocab
+        raise TrainingError(
+            f"--model_prefix={model_prefix} ends in a folder: add the files' name (e.g. spm/albert)"
+        )
     reader = corpus.LineReader(paths, errors=errors, files=files)
     counts = {"lines": 0}
     unreadable = []

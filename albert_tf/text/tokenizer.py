@@ -29,7 +29,12 @@ def load_sentencepiece(model_file):
     if isinstance(model_file, bytes):
         proto, model_file = model_file, "the SentencePiece model given as bytes"
     else:
-        proto = file_io.read_bytes(model_file)  # any TensorFlow file system: gs:// too
+        try:
+            proto = file_io.read_bytes(model_file)  # any TensorFlow file system: gs:// too
+        except FileNotFoundError:
+            raise TokenizerError(f"{model_file}: no such file (a SentencePiece model was expected)") from None
+        except IsADirectoryError:
+            raise TokenizerError(f"{model_file}: a folder, not a SentencePiece model file") from None
     try:
         processor.Load(model_proto=proto)
     except (OSError, RuntimeError) as error:

@@ -95,7 +95,7 @@ def test_truncated_lengths_is_the_original_loop():
                 assert truncated_lengths(a, b, budget) == _truncate_by_popping(a, b, budget), (a, b, budget)
 
 
-def test_model_without_albert_pieces_is_refused(tmp_path):
+def test_a_model_file_missing_a_folder_unreadable_or_without_albert_pieces_is_refused(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("\n".join(f"line {i} of some words here" for i in range(200)))
     sentencepiece.SentencePieceTrainer.train(
@@ -105,6 +105,12 @@ def test_model_without_albert_pieces_is_refused(tmp_path):
         AlbertTokenizer(tmp_path / "plain.model")
     with pytest.raises(TokenizerError, match="not a readable SentencePiece model"):
         AlbertTokenizer(text)
+    with pytest.raises(
+        TokenizerError, match=r"nope\.model: no such file \(a SentencePiece model was expected"
+    ):
+        AlbertTokenizer(tmp_path / "nope.model")
+    with pytest.raises(TokenizerError, match=r": a folder, not a SentencePiece model file"):
+        AlbertTokenizer(tmp_path)
 
 
 def test_a_tokenizer_fits_a_vocabulary_at_least_its_size():
