@@ -85,6 +85,7 @@ def main(argv):
     from albert_tf.text.span_settings import SpanSettings
 
     try:
+        file_io.check_folder_path(FLAGS.export_dir, "--export_dir")
         if FLAGS.task == "encoder":
             model = model_dir.load_encoder(FLAGS.model_dir)
         elif FLAGS.task == "pretraining":

@@ -75,6 +75,19 @@ def missing_folders(folder):
     return missing[::-1]
 
 
+def check_folder_path(path, flag):
+    """FolderError naming `flag` when a local path that a command makes as a folder (an --output_dir) is a
+    file, or lies under one: found before any work, not when the first file is written. Paths on other file
+    systems are left to their writes (object stores have no files in the way)."""
+    if is_remote(path):
+        return
+    current = os.path.abspath(path)
+    while not os.path.exists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    if not os.path.isdir(current):
+        raise FolderError(f"{flag}={path}: {current} is a file, not a folder")
+
+
 @contextlib.contextmanager
 def output_folders(paths, flag):
     """Makes the folders that the output files `paths` go into (local or remote), as TensorFlow's own

@@ -36,6 +36,7 @@ def read(settings, command) -> TaskData:
     """Checks settings.model_dir against the settings, then reads the splits the command reads
     ("run_classifier", "run_race", "run_squad")."""
     s = settings
+    file_io.check_folder_path(s.output_dir, "--output_dir")
     spm = model_files.spm_model_file(s.model_dir)
     if not spm:
         raise FileNotFoundError(f"{s.model_dir} has no spm.model")

@@ -5,6 +5,8 @@ No TensorFlow here: the entry point defines its flags from these fields before a
 
 import dataclasses
 
+from albert_tf import file_io
+
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISIONS = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("lamb", "adamw")
@@ -81,6 +83,7 @@ class PretrainingSettings:
             raise ValueError("evaluation needs --eval_input_file")
         if self.continuous_eval and not self.eval_input_file:
             raise ValueError("--continuous_eval needs --eval_input_file")
+        file_io.check_folder_path(self.output_dir, "--output_dir")
 
 
 HELP = {

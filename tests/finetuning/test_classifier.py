@@ -247,6 +247,14 @@ def test_text_files_that_cannot_make_the_run_are_refused_before_tensorflow_start
     assert not imported_tensorflow(result.stderr) and not (tmp_path / "out").exists()
 
 
+def test_an_output_dir_under_a_file_is_refused_before_tensorflow_starts(setup, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    result = fresh_command("albert_tf.run_classifier", *flags(setup, tmp_path / "a_file" / "out"))
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"--output_dir={tmp_path / 'a_file' / 'out'}: {tmp_path / 'a_file'} is a file" in result.stderr
+    assert not imported_tensorflow(result.stderr)
+
+
 def test_bad_label_names_file_and_line_before_tensorflow_starts(setup, tmp_path):
     folder = tmp_path / "SST-2"
     folder.mkdir()

@@ -23,3 +23,12 @@ def test_a_value_that_cannot_work_is_refused_naming_its_flag(changes, message):
     with pytest.raises(ValueError, match=message):
         PretrainingSettings(**REQUIRED, **changes).check()
     PretrainingSettings(**REQUIRED).check()  # the defaults work
+
+
+def test_an_output_dir_that_is_a_file_or_lies_under_one_is_refused(tmp_path):
+    file = tmp_path / "file"
+    file.write_text("")
+    for output_dir in (file, file / "run"):
+        with pytest.raises(ValueError, match=f"--output_dir={output_dir}: {file} is a file, not a folder"):
+            PretrainingSettings(**{**REQUIRED, "output_dir": str(output_dir)}).check()
+    PretrainingSettings(**{**REQUIRED, "output_dir": str(tmp_path / "new" / "run")}).check()

@@ -1092,6 +1092,15 @@ def test_an_export_of_another_task_or_tokenizer_is_refused_naming_both(exports, 
         r"--spm_model_file=.*small_spm\.model is not .*model/spm\.model, the model's own", result.stderr
     )
     assert not (tmp_path / "encoder").exists()
+    (tmp_path / "a_file").write_text("")  # an --export_dir under a file: refused before the export
+    under_a_file = [
+        f"--model_dir={base / 'model'}",
+        "--task=encoder",
+        f"--export_dir={tmp_path / 'a_file' / '1'}",
+    ]
+    result = commands.run("albert_tf.export_saved_model", [*under_a_file, f"--max_seq_length={SEQ}"])
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"--export_dir={tmp_path / 'a_file' / '1'}: {tmp_path / 'a_file'} is a file" in result.stderr
 
 
 @pytest.mark.slow
