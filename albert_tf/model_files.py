@@ -36,11 +36,25 @@ TOKENIZER_FILE = "tokenizer.json"
 
 
 def require(directory, name):
-    """The path of the file `name` of the model directory; FileNotFoundError when it has none."""
+    """The path of the file `name` of the model directory; FileNotFoundError when it has none, saying what the
+    directory is instead (missing; a pretrained model where a fine-tuned one is needed, or the reverse)."""
     path = file_io.join(directory, name)
-    if not file_io.exists(path):
-        raise FileNotFoundError(f"{directory} is not a model directory: it has no {name}")
-    return path
+    if file_io.exists(path):
+        return path
+    if not file_io.isdir(directory):
+        raise FileNotFoundError(f"{directory}: no such model directory")
+    if name == TASK_MODEL_FILE and file_io.exists(file_io.join(directory, WEIGHTS_FILE)):
+        raise FileNotFoundError(
+            f"{directory} holds a pretrained model ({WEIGHTS_FILE}), not a fine-tuned one ({name}): "
+            "fine-tune it first, or use it as a pretrained model (export_saved_model --task=encoder or "
+            "pretraining)"
+        )
+    if name == WEIGHTS_FILE and has_task_model(directory):
+        raise FileNotFoundError(
+            f"{directory} holds a fine-tuned model ({TASK_MODEL_FILE}), not a pretrained one ({name}): give "
+            "the pretrained model directory it was fine-tuned from"
+        )
+    raise FileNotFoundError(f"{directory} is not a model directory: it has no {name}")
 
 
 def is_model_dir(directory):

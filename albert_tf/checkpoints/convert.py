@@ -266,6 +266,8 @@ def from_any(path) -> Conversion:
         return Conversion(pretrainer, spm, {}, [], global_step=step, do_lower_case=lowercased)
     if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
+    if model_files.has_task_model(path):
+        model_files.require(path, model_files.WEIGHTS_FILE)  # says it holds a fine-tuned model
     return from_tf1(path)
 
 

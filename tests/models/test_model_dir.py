@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from albert_tf import file_io, model_files
+from albert_tf.checkpoints import convert
 from albert_tf.models import AlbertClassifier, AlbertEncoder, AlbertPretrainer, model_dir
 from tests.helpers import ENCODER_INPUTS, random_features, tiny_config
 
@@ -39,6 +40,23 @@ def test_a_folder_without_a_model_is_named(tmp_path):
         FileNotFoundError, match=f"{tmp_path} is not a model directory: it has no albert_config.json"
     ):
         model_dir.load_encoder(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nope'}: no such model directory"):
+        model_dir.load_encoder(str(tmp_path / "nope"))
+
+
+def test_a_pretrained_directory_where_a_fine_tuned_one_is_needed_and_the_reverse_say_so(tmp_path):
+    pretrained, tuned = tmp_path / "pretrained", tmp_path / "tuned"
+    encoder = AlbertEncoder(tiny_config())
+    model_dir.save_model_dir(AlbertPretrainer(encoder), pretrained)
+    with pytest.raises(FileNotFoundError, match=r"pretrained holds a pretrained model .*not a fine-tuned"):
+        model_dir.load_task_model(str(pretrained))
+    model_dir.copy_config_and_spm(str(pretrained), str(tuned))
+    model_dir.save_task_model(AlbertClassifier(encoder, num_classes=2), str(tuned))
+    fine_tuned = r"tuned holds a fine-tuned model \(task_model\.keras\), not a pretrained one"
+    with pytest.raises(FileNotFoundError, match=fine_tuned):
+        model_dir.load_pretrainer(str(tuned))
+    with pytest.raises(FileNotFoundError, match=fine_tuned):  # --init_checkpoint reads any of three kinds
+        convert.from_any(str(tuned))
 
 
 def test_the_step_is_kept_replaced_and_a_bad_step_file_is_named(tmp_path):
