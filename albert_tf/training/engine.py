@@ -250,8 +250,14 @@ class Engine:
         if step is None:
             return None
         path = held[step]
-        status = self.manager.checkpoint.restore(path)
-        (status.expect_partial() if partial else status.assert_existing_objects_matched())
+        try:
+            status = self.manager.checkpoint.restore(path)
+            (status.expect_partial() if partial else status.assert_existing_objects_matched())
+        except (ValueError, AssertionError) as error:  # a shape that differs; a variable it does not hold
+            raise ValueError(
+                f"{path} is a checkpoint of another model or task than this run's ({error}). Resume with the "
+                "settings it was trained with, or use a new --output_dir"
+            ) from None
         saved, batch = int(self.batch_size.numpy()), self.settings.train_batch_size
         if saved != batch and not partial:
             raise ValueError(

@@ -637,10 +637,16 @@ def copy_checkpoint(prefix, folder):
     tf.compat.v1.train.update_checkpoint_state(str(folder), str(folder / pathlib.Path(prefix).name))
 
 
-def test_a_resume_with_another_batch_size_is_refused_naming_both(data, tmp_path):
+def test_a_resume_with_another_batch_size_or_model_is_refused_naming_both(data, tmp_path):
     run(settings(data, tmp_path, eval_input_file=None))
     with pytest.raises(ValueError, match=r"--train_batch_size=4, but .*ckpt-6 was trained with batches of 8"):
         build(settings(data, tmp_path, eval_input_file=None, train_batch_size=4, num_train_steps=9))
+    wider = json.loads(pathlib.Path(data["config"]).read_text())
+    wider["intermediate_size"] += 2
+    (tmp_path / "wider.json").write_text(json.dumps(wider))
+    refused = r"ckpt-6 is a checkpoint of another model or task than this run's \(.*shape"
+    with pytest.raises(ValueError, match=refused):
+        build(settings(data, tmp_path, eval_input_file=None, albert_config_file=str(tmp_path / "wider.json")))
 
 
 @pytest.mark.slow
