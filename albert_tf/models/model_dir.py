@@ -5,6 +5,7 @@ what reads its files without Keras): the pretrainer and its encoder, and fine-tu
 """
 
 import os
+import zipfile
 
 import keras
 
@@ -16,7 +17,14 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 def load_pretrainer(directory, dtype=None) -> AlbertPretrainer:
     """A built `AlbertPretrainer` with the directory's weights (dtype: optional dtype policy)."""
     pretrainer = AlbertPretrainer(AlbertEncoder(model_files.load_config(directory), dtype=dtype))
-    pretrainer.load_weights(model_files.require(directory, model_files.WEIGHTS_FILE))
+    path = model_files.require(directory, model_files.WEIGHTS_FILE)
+    try:
+        pretrainer.load_weights(path)
+    except (OSError, ValueError) as error:  # a truncated or damaged file (h5py), or another model's weights
+        raise ValueError(
+            f"{path}: not the weights of the model {model_files.CONFIG_FILE} describes ({error}); "
+            "was it copied whole, and with its config?"
+        ) from None
     return pretrainer
 
 
@@ -72,5 +80,9 @@ def load_task_model(directory):
     # Registers the task models' classes for deserialization (imported here: task_models imports us).
     from albert_tf.models import task_models  # noqa: F401
 
-    # Not compiled: the optimizer it was trained with is not needed to predict or export.
-    return keras.saving.load_model(model_files.require(directory, model_files.TASK_MODEL_FILE), compile=False)
+    path = model_files.require(directory, model_files.TASK_MODEL_FILE)
+    try:
+        # Not compiled: the optimizer it was trained with is not needed to predict or export.
+        return keras.saving.load_model(path, compile=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:  # truncated or damaged; Keras' "not found"
+        raise ValueError(f"{path}: not a readable Keras model ({error}); was it copied whole?") from None

@@ -98,3 +98,17 @@ def test_a_task_models_class_and_config_are_read_from_its_file_and_a_bad_file_is
             file_io.write_atomically(file_io.join(folder, model_files.TASK_MODEL_FILE), data)
             with pytest.raises(ValueError, match=r"task_model\.keras: cannot be read as a Keras model file"):
                 model_files.task_model_config(folder)
+
+
+def test_a_truncated_weights_or_task_model_file_is_named(tmp_path):
+    """A file cut short by a copy or a full disk: named, as the kind of file it should be."""
+    encoder = AlbertEncoder(tiny_config())
+    model_dir.save_model_dir(AlbertPretrainer(encoder), tmp_path)
+    model_dir.save_task_model(AlbertClassifier(encoder, num_classes=2), tmp_path)
+    for name in ("pretrainer.weights.h5", "task_model.keras"):
+        path = tmp_path / name
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"weights\.h5: not the weights of the model albert_config\.json"):
+        model_dir.load_pretrainer(str(tmp_path))
+    with pytest.raises(ValueError, match=r"task_model\.keras: not a readable Keras model .*copied whole"):
+        model_dir.load_task_model(str(tmp_path))
