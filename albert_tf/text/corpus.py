@@ -7,6 +7,7 @@ its document (the original ran the last document of one file into the first of t
 
 import contextlib
 import gzip
+import os
 
 from albert_tf.file_systems import LocalFiles
 
@@ -33,6 +34,10 @@ def expand_patterns(spec, flag="input_file", files=LocalFiles):
     paths = []
     for pattern in patterns:
         matches = files.glob(pattern)
+        if not matches and os.path.isdir(pattern):  # a local folder: its files were meant
+            raise CorpusError(
+                f"--{flag}: {pattern!r} is a folder; give its files ({pattern.rstrip('/')}/*.txt)"
+            )
         if not matches:
             raise CorpusError(f"--{flag}: {pattern!r} matches no file")
         paths.extend(matches)

@@ -47,6 +47,12 @@ def train(
         raise TrainingError(
             f"--model_prefix={model_prefix} ends in a folder: add the files' name (e.g. spm/albert)"
         )
+    reserved = 5 + len(user_defined_symbols)  # <pad> <unk> [CLS] [SEP] [MASK], and the user-defined pieces
+    if vocab_size <= reserved:
+        raise TrainingError(
+            f"--vocab_size={vocab_size} leaves no room for learned pieces: the special and user-defined ones "
+            f"take {reserved}"
+        )
     reader = corpus.LineReader(paths, errors=errors, files=files)
     counts = {"lines": 0}
     unreadable = []

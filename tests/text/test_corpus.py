@@ -15,6 +15,10 @@ def test_patterns_expand_sorted_and_missing_pattern_is_named(tmp_path):
         corpus.expand_patterns(f"{tmp_path}/a.txt,{tmp_path}/nothing*.txt")
     with pytest.raises(corpus.CorpusError, match="--input_file is empty"):
         corpus.expand_patterns(" , ")
+    with pytest.raises(
+        corpus.CorpusError, match=r"--input_file: '.*' is a folder; give its files \(.*/\*\.txt\)"
+    ):
+        corpus.expand_patterns(str(tmp_path))
 
 
 def _reference_blocks(data, block_bytes):

@@ -61,6 +61,8 @@ def test_missing_folders_of_the_prefix_are_made_and_removed_again_when_training_
         spm_training.train([text], str(tmp_path / "other" / "albert"), vocab_size=8000)
     with pytest.raises(file_io.FolderError, match=r"--model_prefix: .*text\.txt, the folder of .* is a file"):
         spm_training.train([text], f"{text}/albert", vocab_size=60)
+    with pytest.raises(spm_training.TrainingError, match=r"--vocab_size=5 leaves no room .* take 5"):
+        spm_training.train([text], str(tmp_path / "small" / "albert"), vocab_size=5)
     with pytest.raises(spm_training.TrainingError, match=r"--model_prefix=.*spm/ ends in a folder"):
         spm_training.train([text], f"{tmp_path}/spm/", vocab_size=60)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spm", "text.txt"]  # other/ is gone again
