@@ -124,11 +124,12 @@ class PretrainingInput:
         on_disk = built if built and file_io.exists(built) else None
         if s.spm_model_file and expected is not None and _sha256(s.spm_model_file) != expected:
             given = load_sentencepiece(s.spm_model_file).get_piece_size()
-            built_as = (
-                f"{built} ({load_sentencepiece(on_disk).get_piece_size():,} pieces)"
-                if on_disk
-                else f"{built} (SHA-256 {expected[:12]}..., not found there)"
-            )
+            if on_disk and _sha256(on_disk) != expected:  # the same path, the file replaced since the build
+                built_as = f"{built} as it was then (SHA-256 {expected[:12]}...; it has been replaced since)"
+            elif on_disk:
+                built_as = f"{built} ({load_sentencepiece(on_disk).get_piece_size():,} pieces)"
+            else:
+                built_as = f"{built} (SHA-256 {expected[:12]}..., not found there)"
             raise TokenizerError(
                 f"{flag}: {manifest.path} was built with {built_as}, not with "
                 f"--spm_model_file={s.spm_model_file} ({given:,} pieces): its ids mean other pieces"

@@ -240,6 +240,12 @@ def test_a_wrong_tokenizer_is_refused_from_any_working_directory(tmp_path, monke
     (work / "spm" / "albert.model").unlink()  # gone: its SHA-256 still tells it from another model
     with pytest.raises(TokenizerError, match=r"spm/albert\.model \(SHA-256 [0-9a-f]{12}\.\.\., not found"):
         PretrainingInput(settings(work, tmp_path / "run", **run), 8000, None)
+    shutil.copy(other, work / "spm" / "albert.model")  # a tokenizer trained again at the build's path
+    replaced = dict(run, spm_model_file=str(work / "spm" / "albert.model"))
+    with pytest.raises(
+        TokenizerError, match=r"albert\.model as it was then \(SHA-256 \w{12}\.\.\.; it has been"
+    ):
+        PretrainingInput(settings(work, tmp_path / "run", **replaced), 8000, None)
     copy = dict(run, spm_model_file=str(shutil.copy(SAMPLE_SPM, tmp_path / "copy.model")))
     assert PretrainingInput(settings(work, tmp_path / "run", **copy), 8000, None).train_manifest
 
