@@ -45,7 +45,8 @@ class LocalFiles:
 
 class TensorFlowFiles:
     """Local paths as LocalFiles; paths with a scheme (gs://, file://, ...) through TensorFlow's file systems
-    (file_io), which imports TensorFlow for the first of them. Reading only."""
+    (file_io), which imports TensorFlow for the first of them. What a corpus reader needs: glob and
+    open_read."""
 
     @staticmethod
     def glob(pattern):
@@ -54,12 +55,6 @@ class TensorFlowFiles:
         if not file_io.is_remote(pattern):
             return LocalFiles.glob(pattern)
         return [path for path in file_io.glob(pattern) if not file_io.isdir(path)]
-
-    @staticmethod
-    def size(path):
-        from albert_tf import file_io
-
-        return file_io.size(path)
 
     @staticmethod
     def open_read(path):
