@@ -81,11 +81,11 @@ def check_folder_path(path, flag):
     systems are left to their writes (object stores have no files in the way)."""
     if is_remote(path):
         return
-    current = os.path.abspath(path)
-    while not os.path.exists(current) and os.path.dirname(current) != current:
-        current = os.path.dirname(current)
-    if not os.path.isdir(current):
-        raise FolderError(f"{flag}={path}: {current} is a file, not a folder")
+    folder = os.path.abspath(path)
+    missing = missing_folders(folder)
+    existing = os.path.dirname(missing[0]) if missing else folder  # the deepest part there already
+    if not os.path.isdir(existing):
+        raise FolderError(f"{flag}={path}: {existing} is a file, not a folder")
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import file_io, model_files
+from albert_tf.file_systems import TensorFlowFiles
 from albert_tf.finetuning import classifier, glue
 from albert_tf.finetuning.settings import ClassifierSettings
 from albert_tf.models import model_dir
@@ -18,6 +19,8 @@ from albert_tf.pretraining.run import run
 from albert_tf.pretraining.settings import PretrainingSettings
 from albert_tf.serving.export import export_saved_model
 from albert_tf.serving.servable import Servable
+from albert_tf.text import corpus as text_corpus
+from albert_tf.text import spm_training
 from tests import commands
 from tests.helpers import REPO, SAMPLE_CORPUS
 
@@ -211,3 +214,15 @@ def test_the_tokenizer_trains_on_a_corpus_of_another_file_system(tmp_path):
         assert result.stdout.startswith(f"train_tokenizer: {read} lines "), result.stdout
         models[where] = (tmp_path / where / "albert.model").read_bytes()
     assert models["file_system"] == models["local"]
+    # An in-memory file system (ram://, this process's only), read as the command reads it: an object
+    # store's flat names, no folders. The same training on the local files gives the same model.
+    ram = f"ram://{uuid.uuid4().hex}"
+    for path in (corpus / "a.txt", corpus / "b.txt.gz"):
+        file_io.copy(str(path), f"{ram}/corpus/{path.name}")
+    for root in (ram, str(tmp_path)):
+        paths = text_corpus.expand_patterns(f"{root}/corpus/*.txt,{root}/corpus/*.gz", files=TensorFlowFiles)
+        spm_training.train(
+            paths, f"{root}/in_process/albert", vocab_size=300, num_threads=1, files=TensorFlowFiles
+        )
+    local = (tmp_path / "in_process" / "albert.model").read_bytes()
+    assert file_io.read_bytes(f"{ram}/in_process/albert.model") == local
