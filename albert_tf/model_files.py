@@ -33,6 +33,10 @@ WEIGHTS_FILE = "pretrainer.weights.h5"
 TASK_MODEL_FILE = "task_model.keras"
 STEP_FILE = "global_step.json"
 TOKENIZER_FILE = "tokenizer.json"
+# In a fine-tuning run's output_dir: the config of the task model its checkpoints are of, written when the
+# run starts, so that a run stopped before it saved task_model.keras is resumed only under the same settings.
+RUN_MODEL_FILE = "checkpoints/task_model.json"
+CHECKPOINT_STATE_FILE = "checkpoints/checkpoint"  # tf.train.CheckpointManager's list of the checkpoints
 
 
 def require(directory, name):
@@ -91,6 +95,23 @@ def task_model_config(directory):
     if not isinstance(class_name, str) or not isinstance(config, dict):
         raise ValueError(f"{path}: its config.json holds no model class and config")
     return class_name, config
+
+
+def run_model_config(directory):
+    """The Keras class name and config of the task model a fine-tuning run in directory trained: its
+    task_model.keras once saved, else the RUN_MODEL_FILE the run wrote when it started, while checkpoints
+    are there to resume; None for neither (as task_model_config)."""
+    saved = task_model_config(directory)
+    if saved is not None or not file_io.exists(file_io.join(directory, CHECKPOINT_STATE_FILE)):
+        return saved
+    path = file_io.join(directory, RUN_MODEL_FILE)
+    if not file_io.exists(path):
+        return None  # checkpoints of a run that recorded no model (another command's)
+    try:
+        saved = json.loads(file_io.read_text(path))
+        return saved["class_name"], saved["config"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not the JSON of a task model's class and config ({error})") from None
 
 
 def load_config(directory) -> AlbertConfig:

@@ -68,12 +68,12 @@ def read(settings, command) -> TaskData:
 
 
 def _check_the_run_to_resume(settings, command, splits, labels):
-    """Training into an --output_dir that holds a fine-tuned model resumes that run from its checkpoints: the
-    model it saved must be this command's kind, at this length, and a classifier of these texts (one or pairs)
-    and labels; else the resumed weights would be saved, and served, under this run's settings (a class's
-    output named by another label)."""
+    """Training into an --output_dir that holds a fine-tuned model, or the checkpoints of a run stopped before
+    it saved one, resumes that run: its model must be this command's kind, at this length, and a classifier
+    of these texts (one or pairs) and labels; else the resumed weights would be saved, and served, under this
+    run's settings (a class's output named by another label)."""
     s = settings
-    saved = model_files.task_model_config(s.output_dir)
+    saved = model_files.run_model_config(s.output_dir)
     if saved is None:
         return
     class_name, config = saved

@@ -4,6 +4,7 @@ what reads its files without Keras): the pretrainer and its encoder, and fine-tu
     >>> encoder = load_encoder("runs/tiny")          # in a notebook
 """
 
+import json
 import os
 import zipfile
 
@@ -73,6 +74,15 @@ def save_task_model(model, directory):
     """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
     file_io.makedirs(directory)
     file_io.replace_with(file_io.join(directory, model_files.TASK_MODEL_FILE), model.save)
+
+
+def write_run_model_config(model, directory):
+    """Writes, for a fine-tuning run starting in directory, the config of its task model as task_model.keras
+    holds it (model_files.RUN_MODEL_FILE, read by model_files.run_model_config)."""
+    text = json.dumps(keras.saving.serialize_keras_object(model))
+    path = file_io.join(directory, model_files.RUN_MODEL_FILE)
+    file_io.makedirs(os.path.dirname(path))
+    file_io.write_atomically(path, text.encode("utf-8"))
 
 
 def load_task_model(directory):

@@ -325,7 +325,9 @@ def checkpoint_values(folder):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(RESUMED_TASKS))
-def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, data, tmp_path):
+def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results_under_its_own_settings_only(
+    task, data, tmp_path
+):
     # With dropout: its masks come from seed states that the checkpoints hold. Killed once a checkpoint of
     # step 8 or later is written (a second save: the resume is not from the first), with 32 steps and 8
     # evaluations left.
@@ -338,6 +340,14 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results(task, dat
     killed = tmp_path / "killed"
     kill_once_saved(module, interrupted, killed / "checkpoints", 8)
     assert not (killed / "eval_results.json").exists(), "the run ended before it was killed"
+    # Started again at another length, its checkpoints would train on and be saved for that length: refused,
+    # though the run saved no task_model.keras yet (what it trains was recorded when it started).
+    length = whole.max_seq_length
+    refused = commands.run(module, flags_of(whole, output_dir=killed, max_seq_length=length - 4))
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    assert f"holds a run fine-tuned with max_seq_length={length}, and training there resumes it" in (
+        refused.stderr
+    )
     resumed = run_module(module, interrupted)
     steps = [int(step) for step in re.findall(r"resumed from .*ckpt-\d+ at step (\d+)", resumed.stderr)]
     assert len(steps) == 1 and 8 <= steps[0] < 40, resumed.stderr[-2000:]

@@ -199,7 +199,7 @@ def _build(
             )
         with files.open_read(results_path) as handle:
             results = json.loads(handle.read())
-        manifest = units.publish(
+        manifest, removed = units.publish(
             settings,
             input_files,
             output_files,
@@ -212,4 +212,4 @@ def _build(
     finally:
         for path in [*temporaries, results_path]:
             files.remove(path)
-    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start)
+    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start, removed=removed)

@@ -146,7 +146,7 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
                 for shard, temporary in enumerate(temporaries)
             ]
             shard_records = dict(run(calls))
-            manifest = units.publish(
+            manifest, removed = units.publish(
                 settings,
                 input_files,
                 output_files,
@@ -160,4 +160,4 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
         shutil.rmtree(scratch, ignore_errors=True)
         for temporary in temporaries:
             LocalFiles.remove(temporary)
-    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start)
+    return BuildSummary(manifest=manifest, seconds=time.monotonic() - start, removed=removed)

@@ -217,12 +217,16 @@ def publish(
     settings, input_files, output_files, temporaries, shard_records, statistics, manifest_path, files
 ):
     """Ends a build whose shards lie at their temporary names: checks the statistics, writes the empty shards
-    (shard_records, shard index → records, lacks them), renames every shard and writes the manifest.
+    (shard_records, shard index → records, lacks them), renames every shard and writes the manifest. An
+    earlier build's shards beside the new ones that the manifest it replaces lists and this build does not
+    write (a build of fewer shards to the same prefix) are removed last: no glob of the prefix then mixes
+    the two builds' records.
 
     Returns:
-      the Manifest written.
+      (the Manifest written, the paths of the earlier build's shards removed).
     """
     check_statistics(statistics, input_files)
+    earlier = _earlier_shards(manifest_path, output_files, files)
     for shard, temporary in enumerate(temporaries):
         if shard not in shard_records:
             TFRecordWriter(temporary, gzip_compressed=settings.gzip, open_file=files.open_write).close()
@@ -249,7 +253,31 @@ def publish(
         path=manifest_path,
     )
     manifest.write(files)
-    return manifest
+    for path in earlier:
+        files.remove(path)
+    return manifest, earlier
+
+
+def _earlier_shards(manifest_path, output_files, files):
+    """The shards of the build whose manifest lies at manifest_path that sit in an output folder of this
+    build and are not its outputs; [] when there is no readable manifest there (nothing is removed on a
+    guess)."""
+    try:
+        with files.open_read(manifest_path) as handle:
+            earlier = Manifest.from_json(handle.read().decode("utf-8"), manifest_path)
+    except (OSError, ValueError):
+        return []
+
+    def normal(path):
+        return path if "://" in path else os.path.normpath(path)
+
+    outputs = {normal(path) for path in output_files}
+    folders = {os.path.dirname(path) for path in outputs}
+    return [
+        path
+        for path in map(normal, earlier.shard_paths())
+        if path not in outputs and os.path.dirname(path) in folders
+    ]
 
 
 @dataclasses.dataclass
@@ -258,6 +286,7 @@ class BuildSummary:
 
     manifest: Manifest
     seconds: float
+    removed: list = dataclasses.field(default_factory=list)  # an earlier build's shards (publish)
 
     @property
     def stats(self):
@@ -282,4 +311,9 @@ class BuildSummary:
             f"{s['masked_random'] / masked:.1%} random)",
             f"  {pairs}: {s['label_1'] / max(s['instances'], 1):.1%} label 1 ({label_1})",
         ]
+        if self.removed:
+            lines.append(
+                f"  replaced an earlier build: removed its {len(self.removed)} shard(s) that this one does "
+                f"not write ({os.path.basename(self.removed[0])}, ...)"
+            )
         return "\n".join(lines)

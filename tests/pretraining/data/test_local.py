@@ -17,6 +17,7 @@ from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.manifest import SCHEME_VERSION, Manifest, output_paths
 from albert_tf.pretraining.data.units import BuildError, BuildSettings
 from albert_tf.pretraining.dataset import parse_spec
+from albert_tf.pretraining.input import find_manifest
 from albert_tf.text import corpus
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
 
@@ -188,6 +189,26 @@ def test_missing_folders_of_the_shards_and_the_manifest_are_made(tmp_path):
     assert sorted(os.listdir(tmp_path / "records")) == ["train-00000-of-00002", "train-00001-of-00002"]
     shards = [os.path.normpath(path) for path in Manifest.load(str(manifest)).shard_paths()]
     assert shards == outputs and all(os.path.getsize(path) for path in shards)
+
+
+def test_a_rebuild_into_fewer_shards_removes_the_earlier_builds_other_shards(tmp_path):
+    """Building records/train@2 where records/train@3 was built replaces that build: its shards that the new
+    one does not write are removed once the new manifest is written, so a glob of the prefix reads one build.
+    Files the earlier manifest does not list stay."""
+    text, records = _small_corpus(tmp_path), tmp_path / "records"
+    build([str(text)], output_paths(f"{records}/train@3"), SETTINGS)
+    (records / "notes.txt").write_text("mine")
+    (records / "train-00007-of-00009").write_bytes(b"not of the build")
+    summary = build([str(text)], output_paths(f"{records}/train@2"), SETTINGS)
+    assert sorted(os.listdir(records)) == [
+        "notes.txt", "train-00000-of-00002", "train-00001-of-00002", "train-00007-of-00009",
+        "train.manifest.json",
+    ]  # fmt: skip
+    assert "removed its 3 shard(s) that this one does not write (train-00000-of-00003, ...)" in str(summary)
+    again = build([str(text)], output_paths(f"{records}/train@2"), SETTINGS)
+    assert again.removed == [] and "earlier build" not in str(again)
+    (records / "train-00007-of-00009").unlink()
+    assert len(find_manifest(f"{records}/train-*", "--input_file").shards) == 2
 
 
 def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
