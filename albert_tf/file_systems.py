@@ -22,6 +22,10 @@ class LocalFiles:
         return sorted(path for path in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(path))
 
     @staticmethod
+    def exists(path):
+        return os.path.exists(path)
+
+    @staticmethod
     def size(path):
         return os.path.getsize(path)
 
@@ -75,6 +79,9 @@ class BeamFiles:
     def glob(self, pattern):
         (result,) = self._file_systems().match([pattern])
         return sorted(metadata.path for metadata in result.metadata_list)
+
+    def exists(self, path):
+        return self._file_systems().exists(path)
 
     def size(self, path):
         (result,) = self._file_systems().match([path])

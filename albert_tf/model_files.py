@@ -33,8 +33,8 @@ WEIGHTS_FILE = "pretrainer.weights.h5"
 TASK_MODEL_FILE = "task_model.keras"
 STEP_FILE = "global_step.json"
 TOKENIZER_FILE = "tokenizer.json"
-# In a fine-tuning run's output_dir: the config of the task model its checkpoints are of, written when the
-# run starts, so that a run stopped before it saved task_model.keras is resumed only under the same settings.
+# In a fine-tuning run's output_dir: the config of the task model its checkpoints are of, written when
+# training starts, so that a run stopped before it saved task_model.keras is resumed only under its settings.
 RUN_MODEL_FILE = "checkpoints/task_model.json"
 CHECKPOINT_STATE_FILE = "checkpoints/checkpoint"  # tf.train.CheckpointManager's list of the checkpoints
 
@@ -109,9 +109,12 @@ def run_model_config(directory):
         return None  # checkpoints of a run that recorded no model (another command's)
     try:
         saved = json.loads(file_io.read_text(path))
-        return saved["class_name"], saved["config"]
+        class_name, config = saved["class_name"], saved["config"]
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not the JSON of a task model's class and config ({error})") from None
+    if not isinstance(class_name, str) or not isinstance(config, dict):
+        raise ValueError(f"{path}: holds no model class and config")
+    return class_name, config
 
 
 def load_config(directory) -> AlbertConfig:

@@ -166,7 +166,8 @@ def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | Non
     engine = Engine(task, engine_settings(settings), task.strategy, log)
     best = None
     if settings.do_train:
-        if engine.restore() is None and task.chief:  # a new run: what its checkpoints will be of
+        engine.restore()
+        if task.chief:  # what the checkpoints it writes are of (task_data read the one there)
             model_dir.write_run_model_config(task.model, settings.output_dir)
         best = engine.train()
         task.save()

@@ -77,7 +77,7 @@ def save_task_model(model, directory):
 
 
 def write_run_model_config(model, directory):
-    """Writes, for a fine-tuning run starting in directory, the config of its task model as task_model.keras
+    """Writes, for a fine-tuning run training in directory, the config of its task model as task_model.keras
     holds it (model_files.RUN_MODEL_FILE, read by model_files.run_model_config)."""
     text = json.dumps(keras.saving.serialize_keras_object(model))
     path = file_io.join(directory, model_files.RUN_MODEL_FILE)

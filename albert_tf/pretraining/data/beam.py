@@ -186,6 +186,7 @@ def _build(
     start = time.monotonic()
     files = BeamFiles()
     units.tokenizer_and_maker(settings, files)  # Fail early, naming the model file.
+    removed = units.earlier_shards(manifest_file, output_files, files)  # once this build is published
     inputs = units.input_sizes(input_files, files)
     token = uuid.uuid4().hex[:12]
     temporaries = [f"{path}.tmp-{token}" for path in output_files]
@@ -199,7 +200,7 @@ def _build(
             )
         with files.open_read(results_path) as handle:
             results = json.loads(handle.read())
-        manifest, removed = units.publish(
+        manifest = units.publish(
             settings,
             input_files,
             output_files,
@@ -208,6 +209,7 @@ def _build(
             results["statistics"],
             manifest_file,
             files,
+            removed,
         )
     finally:
         for path in [*temporaries, results_path]:

@@ -122,6 +122,7 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
     """build, once the outputs' folders exist."""
     start = last_report = time.monotonic()
     units.tokenizer_and_maker(settings, LocalFiles)  # Fail early, naming the model file.
+    removed = units.earlier_shards(manifest_file, output_files, LocalFiles)  # once this build is published
     work = [task for entry in units.input_sizes(input_files, LocalFiles) for task in units.file_tasks(*entry)]
     num_shards = len(output_files)
     scratch = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(output_files[0])), prefix=".tmp-spill-")
@@ -146,7 +147,7 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
                 for shard, temporary in enumerate(temporaries)
             ]
             shard_records = dict(run(calls))
-            manifest, removed = units.publish(
+            manifest = units.publish(
                 settings,
                 input_files,
                 output_files,
@@ -155,6 +156,7 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
                 statistics,
                 manifest_file,
                 LocalFiles,
+                removed,
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

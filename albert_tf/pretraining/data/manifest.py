@@ -52,6 +52,12 @@ def output_paths(spec):
     return paths
 
 
+def shard_prefix(path):
+    """`records/train` of a shard path `records/train-00003-of-00016`; None for a path without that suffix."""
+    prefix = _SHARD_SUFFIX.sub("", path)
+    return prefix if prefix != path else None
+
+
 def default_manifest_path(output_files):
     """The first output's path without its shard suffix, plus `.manifest.json`."""
     return _SHARD_SUFFIX.sub("", output_files[0]) + MANIFEST_SUFFIX

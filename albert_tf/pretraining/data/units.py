@@ -24,7 +24,7 @@ import tempfile
 from albert_tf import file_io
 from albert_tf.file_io import write_atomically
 from albert_tf.pretraining.data.instances import InstanceMaker, InstanceOptions, Vocabulary
-from albert_tf.pretraining.data.manifest import Manifest, path_from_manifest, relative_name
+from albert_tf.pretraining.data.manifest import Manifest, path_from_manifest, relative_name, shard_prefix
 from albert_tf.pretraining.data.records import TFRecordWriter
 from albert_tf.text import corpus
 from albert_tf.text.tokenizer import AlbertTokenizer
@@ -214,19 +214,16 @@ def check_statistics(statistics, input_files):
 
 
 def publish(
-    settings, input_files, output_files, temporaries, shard_records, statistics, manifest_path, files
+    settings, input_files, output_files, temporaries, shard_records, statistics, manifest_path, files, earlier
 ):
     """Ends a build whose shards lie at their temporary names: checks the statistics, writes the empty shards
-    (shard_records, shard index → records, lacks them), renames every shard and writes the manifest. An
-    earlier build's shards beside the new ones that the manifest it replaces lists and this build does not
-    write (a build of fewer shards to the same prefix) are removed last: no glob of the prefix then mixes
-    the two builds' records.
+    (shard_records, shard index → records, lacks them), renames every shard and writes the manifest; then
+    removes `earlier` (earlier_shards, read before the build began).
 
     Returns:
-      (the Manifest written, the paths of the earlier build's shards removed).
+      the Manifest written.
     """
     check_statistics(statistics, input_files)
-    earlier = _earlier_shards(manifest_path, output_files, files)
     for shard, temporary in enumerate(temporaries):
         if shard not in shard_records:
             TFRecordWriter(temporary, gzip_compressed=settings.gzip, open_file=files.open_write).close()
@@ -255,28 +252,32 @@ def publish(
     manifest.write(files)
     for path in earlier:
         files.remove(path)
-    return manifest, earlier
+    return manifest
 
 
-def _earlier_shards(manifest_path, output_files, files):
-    """The shards of the build whose manifest lies at manifest_path that sit in an output folder of this
-    build and are not its outputs; [] when there is no readable manifest there (nothing is removed on a
-    guess)."""
+def earlier_shards(manifest_path, output_files, files):
+    """The shards of an earlier build that this one replaces: those the manifest at manifest_path lists that
+    are shards of one of this build's prefixes (`records/train-00007-of-00016` when it writes
+    `records/train@4`) and not its outputs. A build into fewer shards would otherwise leave them beside its
+    own, where a glob of the prefix mixes the two builds' records. [] when no manifest of this scheme is
+    there: nothing is removed on a guess."""
+    if not files.exists(manifest_path):
+        return []
     try:
         with files.open_read(manifest_path) as handle:
             earlier = Manifest.from_json(handle.read().decode("utf-8"), manifest_path)
     except (OSError, ValueError):
         return []
 
-    def normal(path):
-        return path if "://" in path else os.path.normpath(path)
+    def normal(path):  # one spelling of a local path, relative or absolute
+        return path if "://" in path else os.path.abspath(path)
 
     outputs = {normal(path) for path in output_files}
-    folders = {os.path.dirname(path) for path in outputs}
+    prefixes = {shard_prefix(path) for path in outputs} - {None}
     return [
         path
         for path in map(normal, earlier.shard_paths())
-        if path not in outputs and os.path.dirname(path) in folders
+        if path not in outputs and shard_prefix(path) in prefixes
     ]
 
 
@@ -286,7 +287,7 @@ class BuildSummary:
 
     manifest: Manifest
     seconds: float
-    removed: list = dataclasses.field(default_factory=list)  # an earlier build's shards (publish)
+    removed: list = dataclasses.field(default_factory=list)  # an earlier build's shards (earlier_shards)
 
     @property
     def stats(self):

@@ -191,15 +191,17 @@ def test_missing_folders_of_the_shards_and_the_manifest_are_made(tmp_path):
     assert shards == outputs and all(os.path.getsize(path) for path in shards)
 
 
-def test_a_rebuild_into_fewer_shards_removes_the_earlier_builds_other_shards(tmp_path):
+def test_a_rebuild_into_fewer_shards_removes_the_earlier_builds_other_shards(tmp_path, monkeypatch):
     """Building records/train@2 where records/train@3 was built replaces that build: its shards that the new
-    one does not write are removed once the new manifest is written, so a glob of the prefix reads one build.
-    Files the earlier manifest does not list stay."""
+    one does not write are removed once the new manifest is written, so a glob of the prefix reads one build
+    (paths spelled relative or absolute alike). Files the earlier manifest does not list, and shards of
+    another prefix that a manifest given with --manifest_file lists, stay."""
     text, records = _small_corpus(tmp_path), tmp_path / "records"
     build([str(text)], output_paths(f"{records}/train@3"), SETTINGS)
     (records / "notes.txt").write_text("mine")
     (records / "train-00007-of-00009").write_bytes(b"not of the build")
-    summary = build([str(text)], output_paths(f"{records}/train@2"), SETTINGS)
+    monkeypatch.chdir(tmp_path)
+    summary = build([str(text)], output_paths("records/train@2"), SETTINGS)
     assert sorted(os.listdir(records)) == [
         "notes.txt", "train-00000-of-00002", "train-00001-of-00002", "train-00007-of-00009",
         "train.manifest.json",
@@ -209,6 +211,13 @@ def test_a_rebuild_into_fewer_shards_removes_the_earlier_builds_other_shards(tmp
     assert again.removed == [] and "earlier build" not in str(again)
     (records / "train-00007-of-00009").unlink()
     assert len(find_manifest(f"{records}/train-*", "--input_file").shards) == 2
+    manifest = records / "train.manifest.json"
+    build([str(text)], output_paths("records/train@1"), SETTINGS, manifest_file=str(manifest))
+    build([str(text)], output_paths("records/eval@1"), SETTINGS, manifest_file="records/train.manifest.json")
+    # Relative shards, an absolute manifest: the earlier build's shards are still found; eval's leave train's.
+    assert sorted(os.listdir(records)) == [
+        "eval-00000-of-00001", "notes.txt", "train-00000-of-00001", "train.manifest.json"
+    ]  # fmt: skip
 
 
 def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
