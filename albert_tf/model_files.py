@@ -99,7 +99,7 @@ def task_model_config(directory):
 
 def run_model_config(directory):
     """The Keras class name and config of the task model a fine-tuning run in directory trained: its
-    task_model.keras once saved, else the RUN_MODEL_FILE the run wrote when it started, while checkpoints
+    task_model.keras once saved, else the RUN_MODEL_FILE the run wrote when it trained, while checkpoints
     are there to resume; None for neither (as task_model_config)."""
     saved = task_model_config(directory)
     if saved is not None or not file_io.exists(file_io.join(directory, CHECKPOINT_STATE_FILE)):
