@@ -2,6 +2,7 @@
 and the toolkit end to end on it: pretraining, fine-tuning and export write nothing to local disk."""
 
 import gzip
+import json
 import os
 import stat
 import uuid
@@ -181,6 +182,10 @@ def test_pretraining_fine_tuning_and_export_on_a_remote_file_system(ram, tmp_pat
         save_checkpoints_steps=2,
     ))  # fmt: skip
     assert model_files.has_task_model(tuned) and file_io.exists(file_io.join(tuned, "eval_results.json"))
+    # What the run recorded of its model beside its checkpoints (what a resume checks before the model is
+    # saved) is what task_model.keras holds.
+    recorded = json.loads(file_io.read_text(file_io.join(tuned, model_files.RUN_MODEL_FILE)))
+    assert (recorded["class_name"], recorded["config"]) == model_files.task_model_config(tuned)
 
     model = model_dir.load_task_model(tuned)
     version = export_saved_model(model, model_files.spm_model_file(tuned), file_io.join(ram, "served", "1"),
