@@ -87,13 +87,19 @@ def task_model_config(directory):
     try:
         with file_io.open_file(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
             saved = json.loads(archive.read("config.json"))
-        class_name, config = saved["class_name"], saved["config"]
     except Exception as error:  # not a zip, no config; unreadable: OSError, or tf.errors.OpError when remote
         raise ValueError(
             f"{path}: cannot be read as a Keras model file, a zip with the model's config.json ({error})"
         ) from None
+    return _class_and_config(saved, f"{path}: its config.json")
+
+
+def _class_and_config(saved, where):
+    """(class_name, config) of a serialized Keras model; ValueError starting with `where` otherwise."""
+    saved = saved if isinstance(saved, dict) else {}
+    class_name, config = saved.get("class_name"), saved.get("config")
     if not isinstance(class_name, str) or not isinstance(config, dict):
-        raise ValueError(f"{path}: its config.json holds no model class and config")
+        raise ValueError(f"{where} holds no model class and config")
     return class_name, config
 
 
@@ -109,12 +115,9 @@ def run_model_config(directory):
         return None  # checkpoints of a run that recorded no model (another command's)
     try:
         saved = json.loads(file_io.read_text(path))
-        class_name, config = saved["class_name"], saved["config"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not the JSON of a task model's class and config ({error})") from None
-    if not isinstance(class_name, str) or not isinstance(config, dict):
-        raise ValueError(f"{path}: holds no model class and config")
-    return class_name, config
+    except ValueError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    return _class_and_config(saved, path)
 
 
 def load_config(directory) -> AlbertConfig:

@@ -60,7 +60,7 @@ def shard_prefix(path):
 
 def default_manifest_path(output_files):
     """The first output's path without its shard suffix, plus `.manifest.json`."""
-    return _SHARD_SUFFIX.sub("", output_files[0]) + MANIFEST_SUFFIX
+    return (shard_prefix(output_files[0]) or output_files[0]) + MANIFEST_SUFFIX
 
 
 @dataclasses.dataclass(frozen=True)
