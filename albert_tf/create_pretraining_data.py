@@ -22,7 +22,7 @@ flags.DEFINE_string(
     "output_file",
     None,
     "Output shards, comma-separated, in key order; PREFIX@N stands for N shards PREFIX-00000-of-0000N... "
-    "Missing folders are made.",
+    "Missing folders are made. A count that leaves a shard empty is refused, naming the largest that works.",
 )
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
 flags.DEFINE_bool(

@@ -3,8 +3,9 @@ Flink, Spark, or local processes; the bytes of the local runner (local.py), what
 
     input files → tasks (blocks) → instances keyed by hash(seed, unit, index), by shard (key range)
       → GroupByKey(shard) → sort by key, write the shard to a temporary name (shard_sorting.write_shard)
-      → records per shard and the summed statistics, to a temporary JSON file
-    then, in this process: check, rename the shards, write the manifest (units.publish).
+      → records and lowest and highest key per shard, and the summed statistics, to a temporary JSON file
+    then, in this process: check (no shard empty: units.check_shards), rename the shards, write the manifest
+    (units.publish).
 
 Beam's own WriteToTFRecord is not used: it writes different bytes on every run (a random first shard, uuid
 temporary names). Shards are written the way TensorFlow Datasets' BeamWriter does it instead: each group of a
@@ -62,16 +63,18 @@ def _task_instances(task, settings, num_shards):
 
 
 def _write_shard(shard_entries, temporaries, gzip_compressed, memory_bytes):
-    """Sorts one shard's (key, record) entries and writes them to its temporary name: (shard, records)."""
+    """Sorts one shard's (key, record) entries and writes them to its temporary name: (shard, records, lowest
+    key head, highest key head) (units.check_shards)."""
     shard, entries = shard_entries
+    keys = units.KeyRange()
     records = shard_sorting.write_shard(
-        entries,
+        keys.watch(entries),
         temporaries[shard],
         gzip_compressed=gzip_compressed,
         memory_bytes=memory_bytes,
         files=BeamFiles(),
     )
-    return shard, records
+    return shard, records, keys.low, keys.high
 
 
 def _write_results(_, path, shard_records, statistics):
@@ -185,7 +188,7 @@ def _build(
     """build, once the outputs' local folders exist."""
     start = time.monotonic()
     files = BeamFiles()
-    units.tokenizer_and_maker(settings, files)  # Fail early, naming the model file.
+    settings = units.pin_model(settings, files)  # the model's bytes now; fails early, naming it
     removed = units.earlier_shards(manifest_file, output_files, files)  # once this build is published
     inputs = units.input_sizes(input_files, files)
     token = uuid.uuid4().hex[:12]
@@ -205,11 +208,12 @@ def _build(
             input_files,
             output_files,
             temporaries,
-            {shard: records for shard, records in results["shard_records"]},
+            {shard: records for shard, records, *_ in results["shard_records"]},
             results["statistics"],
             manifest_file,
             files,
             removed,
+            key_ranges={shard: (low, high) for shard, _, low, high in results["shard_records"]},
         )
     finally:
         for path in [*temporaries, results_path]:

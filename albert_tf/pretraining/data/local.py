@@ -6,7 +6,8 @@ by a hash of (seed, unit, index), shard s holds the s-th range of keys, sorted. 
 1. Worker processes take tasks (blocks) in any order, make their instances and append them, keyed, to
    spill files by shard (one file per shard and worker, in a scratch folder beside the outputs).
 2. Workers sort the shards one at a time and write each to a temporary name (shard_sorting.write_shard);
-   when all are written they are renamed, and the manifest is written last.
+   when all are written, and none is empty (units.check_shards), they are renamed, and the manifest is
+   written last.
 Memory: a worker holds one block's instances in pass 1 and one shard in pass 2 (or, for a shard larger than
 sort_memory_bytes, sorted runs of that size merged from disk), whatever the corpus size. The scratch disk
 holds the output once more until the end. The bytes are those of beam.py's pipeline.
@@ -53,17 +54,19 @@ def _spill(by_shard, scratch):
 
 
 def _write_shard(scratch, shard, path, gzip_compressed, memory_bytes):
-    """Pass 2 for one shard: sorts its spilled entries, writes them to path. Returns (shard, records)."""
+    """Pass 2 for one shard: sorts its spilled entries, writes them to path. Returns (shard, records, (lowest,
+    highest) key head or (None, None)) (units.check_shards)."""
     spills = sorted(glob.glob(os.path.join(scratch, f"{shard:05d}.*")))
+    keys = units.KeyRange()
     records = shard_sorting.write_shard(
-        shard_sorting.chained_entries(spills),
+        keys.watch(shard_sorting.chained_entries(spills)),
         path,
         gzip_compressed=gzip_compressed,
         memory_bytes=memory_bytes,
     )
     for spill in spills:
         os.remove(spill)
-    return shard, records
+    return shard, records, (keys.low, keys.high)
 
 
 def _star(call):
@@ -121,7 +124,7 @@ def build(
 def _build(input_files, output_files, settings, num_workers, manifest_file, sort_memory_bytes, progress):
     """build, once the outputs' folders exist."""
     start = last_report = time.monotonic()
-    units.tokenizer_and_maker(settings, LocalFiles)  # Fail early, naming the model file.
+    settings = units.pin_model(settings, LocalFiles)  # the model's bytes now; fails early, naming it
     removed = units.earlier_shards(manifest_file, output_files, LocalFiles)  # once this build is published
     work = [task for entry in units.input_sizes(input_files, LocalFiles) for task in units.file_tasks(*entry)]
     num_shards = len(output_files)
@@ -146,17 +149,18 @@ def _build(input_files, output_files, settings, num_workers, manifest_file, sort
                 (_write_shard, (scratch, shard, temporary, settings.gzip, sort_memory_bytes))
                 for shard, temporary in enumerate(temporaries)
             ]
-            shard_records = dict(run(calls))
+            written = list(run(calls))
             manifest = units.publish(
                 settings,
                 input_files,
                 output_files,
                 temporaries,
-                shard_records,
+                {shard: records for shard, records, _ in written},
                 statistics,
                 manifest_file,
                 LocalFiles,
                 removed,
+                key_ranges={shard: heads for shard, _, heads in written if heads[0] is not None},
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -8,6 +8,15 @@ rounds over its documents; instance i gets the key hash(random_seed, f, b, i) (B
 hash() is salted per process). Shard s of N holds the keys in [s · 2^64 / N, (s + 1) · 2^64 / N), sorted: in
 output order the records are a uniformly random permutation, and the bytes depend on the inputs, settings,
 seed and shard count only, never on the runner or its worker count.
+
+The SentencePiece model is identified by its bytes, not its path: the launcher reads it once and pins the
+SHA-256 of those bytes in the settings (pin_model); every worker reads it again, checks the bytes against that
+hash and loads the tokenizer from those very bytes (no copy on disk), and the manifest records that hash. A
+model replaced during or between builds cannot give records that the manifest says another model made.
+
+Training refuses a build with an empty shard (a lane can be a single shard: albert_tf/pretraining/lanes.py),
+so a build whose instances cannot fill every shard stops before it publishes anything, naming the largest
+shard count its instances fill (check_shards).
 """
 
 import collections
@@ -19,13 +28,10 @@ import math
 import os
 import random
 import struct
-import tempfile
 
 from albert_tf import file_io
-from albert_tf.file_io import write_atomically
 from albert_tf.pretraining.data.instances import InstanceMaker, InstanceOptions, Vocabulary
 from albert_tf.pretraining.data.manifest import Manifest, path_from_manifest, relative_name, shard_prefix
-from albert_tf.pretraining.data.records import TFRecordWriter
 from albert_tf.text import corpus
 from albert_tf.text.tokenizer import AlbertTokenizer
 
@@ -48,6 +54,8 @@ class BuildSettings:
     random_seed: int = 12345
     gzip: bool = False
     errors: str = "strict"
+    # The SHA-256 (hex) of the model's bytes, set by pin_model when a build starts: workers load only those.
+    spm_model_sha256: str | None = None
 
     def __post_init__(self):
         if self.dupe_factor < 1:
@@ -93,33 +101,63 @@ def output_folders(output_files, manifest_file):
         yield
 
 
-def _local_model_file(path, files):
-    """A local copy of a SentencePiece model on another file system (SentencePiece reads local files)."""
-    if "://" not in path:
-        return path
-    local = os.path.join(
-        tempfile.gettempdir(), f"albert_tf-{hashlib.sha256(path.encode()).hexdigest()}.model"
-    )
-    if not os.path.exists(local):
+def _read_model(path, files):
+    """The bytes of the SentencePiece model at path (any file system of files); BuildError naming it."""
+    try:
         with files.open_read(path) as handle:
-            write_atomically(local, handle.read())
-    return local
+            return handle.read()
+    except FileNotFoundError:
+        raise BuildError(f"--spm_model_file={path}: no such file (a SentencePiece model expected)") from None
+    except IsADirectoryError:
+        raise BuildError(f"--spm_model_file={path}: a folder, not a SentencePiece model file") from None
+    except OSError as error:
+        raise BuildError(f"--spm_model_file={path}: cannot be read ({error})") from None
+
+
+def _load(settings, model):
+    """The tokenizer and InstanceMaker of settings from the model's bytes."""
+    try:
+        tokenizer = AlbertTokenizer(model, do_lower_case=settings.do_lower_case)
+    except ValueError as error:  # TokenizerError: not a model, or no ALBERT pieces
+        raise BuildError(f"--spm_model_file={settings.spm_model_file}: {error}") from None
+    return tokenizer, InstanceMaker(settings.options, Vocabulary.from_sentencepiece(tokenizer.sp))
 
 
 _WORKER_CACHE = {}
 
 
+def pin_model(settings, files):
+    """settings with spm_model_sha256, the SHA-256 of the model's bytes as the build starts: what workers
+    check the bytes they load against, and what the manifest records. Loads the tokenizer too, so that a
+    missing or unusable model fails before any work, naming the file."""
+    model = _read_model(settings.spm_model_file, files)
+    pinned = dataclasses.replace(settings, spm_model_sha256=hashlib.sha256(model).hexdigest())
+    _WORKER_CACHE.clear()
+    _WORKER_CACHE[_cache_key(pinned)] = _load(pinned, model)
+    return pinned
+
+
+def _cache_key(settings):
+    return (settings.spm_model_sha256, settings.do_lower_case, settings.options)
+
+
 def tokenizer_and_maker(settings, files):
-    """The tokenizer and InstanceMaker of settings, loaded once per process."""
-    key = (settings.spm_model_file, settings.do_lower_case, settings.options)
+    """The tokenizer and InstanceMaker of settings (pinned by pin_model), loaded once per process from
+    bytes that hash to settings.spm_model_sha256; BuildError when the model's bytes are no longer those."""
+    if settings.spm_model_sha256 is None:
+        raise BuildError(f"{settings.spm_model_file}: the build's settings lack the model's hash (pin_model)")
+    key = _cache_key(settings)
     if key not in _WORKER_CACHE:
-        model_file = _local_model_file(settings.spm_model_file, files)
-        tokenizer = AlbertTokenizer(model_file, do_lower_case=settings.do_lower_case)
+        model = _read_model(settings.spm_model_file, files)
+        found = hashlib.sha256(model).hexdigest()
+        if found != settings.spm_model_sha256:
+            raise BuildError(
+                f"--spm_model_file={settings.spm_model_file} changed during the build: SHA-256 {found}, "
+                f"{settings.spm_model_sha256} when it began; build again once the model stays put"
+            )
+        loaded = _load(settings, model)
         _WORKER_CACHE.clear()
-        _WORKER_CACHE[key] = (
-            tokenizer,
-            InstanceMaker(settings.options, Vocabulary.from_sentencepiece(tokenizer.sp)),
-        )
+        _WORKER_CACHE[key] = loaded
     return _WORKER_CACHE[key]
 
 
@@ -154,9 +192,35 @@ def block_of(key):
     return _UNIT.unpack(key[8:])[1]
 
 
+def key_head(key):
+    """The first 64 bits of an instance_key, as an int: what decides its shard."""
+    return int.from_bytes(key[:8], "big")
+
+
 def shard_of(key, num_shards):
     """The shard whose key range holds key: its first 64 bits · num_shards / 2^64."""
-    return (int.from_bytes(key[:8], "big") * num_shards) >> 64
+    return (key_head(key) * num_shards) >> 64
+
+
+class KeyRange:
+    """The lowest and highest key_head of the (key, record) entries that watch() passes on: what check_shards
+    needs of a shard (None, None when it held none)."""
+
+    def __init__(self):
+        self.low = self.high = None
+
+    def watch(self, entries):
+        """Yields entries unchanged, noting their keys' lowest and highest heads."""
+        low = high = None
+        for entry in entries:
+            head = entry[0][:8]  # big-endian: bytes order is numeric order
+            if low is None or head < low:
+                low = head
+            if high is None or head > high:
+                high = head
+            yield entry
+        if low is not None:
+            self.low, self.high = key_head(low), key_head(high)
 
 
 def task_instances(settings, task, num_shards, stats, files):
@@ -213,35 +277,81 @@ def check_statistics(statistics, input_files):
         )
 
 
+def largest_full_shard_count(key_ranges, num_shards):
+    """The largest n < num_shards for which every shard of n would hold an instance (0 for none), from the
+    lowest and highest key_head of each shard of num_shards (key_ranges: shard → (low, high), the non-empty
+    shards only). Exact: a shard of n < num_shards is a key range wider than a shard of num_shards, so it
+    cannot lie inside one; it holds a key exactly when it holds the lowest or the highest key of one of the
+    shards of num_shards that it overlaps."""
+    heads = sorted({head for low_high in key_ranges.values() for head in low_high})
+    for n in range(min(num_shards - 1, len(heads)), 0, -1):
+        filled = 0  # shards 0 .. filled - 1 of n hold a head
+        for head in heads:
+            shard = (head * n) >> 64
+            if shard > filled:
+                break  # shard `filled` holds none
+            filled = max(filled, shard + 1)
+        if filled == n:
+            return n
+    return 0
+
+
+def check_shards(key_ranges, output_files, instances):
+    """BuildError when a shard of output_files would hold no records (key_ranges: shard → (low, high) key
+    heads, for the shards that hold some; see largest_full_shard_count), naming the shards, the instances made
+    and the largest shard count that they fill. Training refuses such a build: with a global batch that is a
+    multiple of the shard count, each shard is a lane, and a lane must give records (pretraining/lanes.py)."""
+    num_shards = len(output_files)
+    empty = [shard for shard in range(num_shards) if shard not in key_ranges]
+    if not empty:
+        return
+    fits = largest_full_shard_count(key_ranges, num_shards)
+    prefixes = {shard_prefix(path) for path in output_files}  # one, for PREFIX@N
+    sharded = len(prefixes) == 1 and output_files[0].endswith(f"-of-{num_shards:05d}")
+    advice = f"--output_file={prefixes.pop()}@{fits}" if sharded else f"{fits} file(s) in --output_file"
+    listed = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
+    raise BuildError(
+        f"--output_file: the corpus made {instances:,} instances, too few for {num_shards} shards: "
+        f"{len(empty)} shard(s) would hold no records (shards [{listed}] of {num_shards}), and training "
+        f"refuses a build with an empty shard. The most shards these instances fill is {fits}: use {advice} "
+        "(or a larger corpus or --dupe_factor)"
+    )
+
+
 def publish(
-    settings, input_files, output_files, temporaries, shard_records, statistics, manifest_path, files, earlier
+    settings,
+    input_files,
+    output_files,
+    temporaries,
+    shard_records,
+    statistics,
+    manifest_path,
+    files,
+    earlier,
+    key_ranges,
 ):
-    """Ends a build whose shards lie at their temporary names: checks the statistics, writes the empty shards
-    (shard_records, shard index → records, lacks them), renames every shard and writes the manifest; then
-    removes `earlier` (earlier_shards, read before the build began).
+    """Ends a build whose shards lie at their temporary names: checks the statistics and that no shard is
+    empty (check_shards; key_ranges: shard → (low, high) key heads), renames every shard and writes the
+    manifest; then removes `earlier` (earlier_shards, read before the build began). shard_records: shard
+    index → records. Nothing is renamed, written or removed when a check fails.
 
     Returns:
       the Manifest written.
     """
     check_statistics(statistics, input_files)
-    for shard, temporary in enumerate(temporaries):
-        if shard not in shard_records:
-            TFRecordWriter(temporary, gzip_compressed=settings.gzip, open_file=files.open_write).close()
+    check_shards(key_ranges, output_files, statistics["instances"])
     for temporary, path in zip(temporaries, output_files, strict=True):
         files.rename(temporary, path)
-    with files.open_read(settings.spm_model_file) as handle:
-        tokenizer_sha256 = hashlib.sha256(handle.read()).hexdigest()
     manifest = Manifest(
         settings={
-            **settings.to_dict(),
+            **settings.to_dict(),  # spm_model_sha256: of the bytes every worker loaded (pin_model)
             "spm_model_file": path_from_manifest(settings.spm_model_file, manifest_path),
-            "spm_model_sha256": tokenizer_sha256,
         },
         inputs=[{"path": path, "bytes": files.size(path)} for path in input_files],
         shards=[
             {
                 "file": relative_name(path, manifest_path),
-                "records": shard_records.get(shard, 0),
+                "records": shard_records[shard],
                 "bytes": files.size(path),
             }
             for shard, path in enumerate(output_files)

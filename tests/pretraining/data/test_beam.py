@@ -1,18 +1,25 @@
+import dataclasses
 import gzip
+import hashlib
 import os
 import pathlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 
 import pytest
+import tensorflow as tf
+from apache_beam.io.filesystem import FileSystem
 
+from albert_tf import file_io
 from albert_tf.pretraining.data import beam, local
 from albert_tf.pretraining.data.instances import InstanceOptions
 from albert_tf.pretraining.data.manifest import output_paths
-from albert_tf.pretraining.data.units import BuildSettings
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, free_ports
+from albert_tf.pretraining.data.units import BuildError, BuildSettings
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, free_ports, small_spm
 
 SETTINGS = BuildSettings(
     spm_model_file=str(SAMPLE_SPM),
@@ -122,3 +129,76 @@ def test_portable_runner_with_workers_in_another_process_writes_the_local_builde
         pool.wait()
     assert "Starting worker with command" in log.read_text()  # the pool's SDK worker processes
     assert _files(tmp_path / "portable") == _files(tmp_path / "local")  # shards and manifest
+
+
+class _RamFileSystem(FileSystem):
+    """TensorFlow's in-memory file system (ram://, this process's) as a Beam file system: a remote model path,
+    as gs:// is on Dataflow, that Beam's in-process runner reads. Defining it registers it with Beam. It
+    reads; the builder writes nothing there in these tests."""
+
+    @classmethod
+    def scheme(cls):
+        return "ram"
+
+    def open(self, path, mime_type="application/octet-stream", compression_type=None):
+        return tf.io.gfile.GFile(path, "rb")
+
+    def exists(self, path):
+        return tf.io.gfile.exists(path)
+
+    def _unused(self, *args, **kwargs):
+        raise NotImplementedError("ram:// is read-only here")
+
+    join = split = mkdirs = has_dirs = _list = create = copy = rename = size = _unused
+    last_updated = metadata = delete = _unused
+
+
+def test_a_remote_model_replaced_between_builds_tokenizes_the_rebuild_and_leaves_none(tmp_path, monkeypatch):
+    """A model at ram://.../spm.model, replaced by another between two builds in one process: the rebuild's
+    records are those a local copy of the new model gives, and its manifest names the new model's SHA-256 (the
+    model is identified by its bytes, not its path). No copy of the model is left in the temporary folder,
+    where another user could plant one under a predictable name."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:300]) + "\n")
+    new_model = small_spm(tmp_path)
+    remote = f"ram://{uuid.uuid4().hex}/spm.model"
+    settings = dataclasses.replace(SETTINGS, spm_model_file=remote)
+    outputs = output_paths(f"{tmp_path}/records/train@2")
+
+    def build_with(model_bytes):
+        file_io.write_atomically(remote, model_bytes)  # replaced whole (ram://'s "wb" appends)
+        summary = beam.build([str(corpus)], outputs, settings, num_workers=1)
+        return summary, [pathlib.Path(path).read_bytes() for path in outputs]
+
+    first, first_records = build_with(SAMPLE_SPM.read_bytes())
+    second, second_records = build_with(pathlib.Path(new_model).read_bytes())
+    (tmp_path / "reference").mkdir()
+    reference = output_paths(f"{tmp_path}/reference/train@2")
+    local.build([str(corpus)], reference, dataclasses.replace(SETTINGS, spm_model_file=new_model))
+    assert second_records == [pathlib.Path(path).read_bytes() for path in reference] != first_records
+    for summary, model in ((first, SAMPLE_SPM), (second, pathlib.Path(new_model))):
+        assert summary.manifest.tokenizer_sha256 == hashlib.sha256(model.read_bytes()).hexdigest()
+    assert second.manifest.tokenizer_path() == remote
+    assert os.listdir(private) == []
+
+
+def test_beam_refuses_a_corpus_too_small_for_its_shard_count_before_publishing(tmp_path):
+    """As the local runner does: the pipeline writes the shards at temporary names with each one's key range,
+    and the launcher refuses before renaming any (an earlier build at the prefix stays as it was), naming the
+    largest shard count that the instances fill."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:14]) + "\n")
+    options = InstanceOptions(max_seq_length=32, max_predictions_per_seq=5)
+    settings = BuildSettings(spm_model_file=str(SAMPLE_SPM), options=options, dupe_factor=1)
+    records = tmp_path / "records"
+    local.build([str(corpus)], output_paths(f"{records}/train@6"), settings)
+    before = _files(records)
+    with pytest.raises(
+        BuildError, match=r"made 8 instances, too few for 8 shards: .*\(shards \[2, 7\] of 8\).* use "
+        rf"--output_file={records}/train@6 \("
+    ):  # fmt: skip
+        beam.build([str(corpus)], output_paths(f"{records}/train@8"), settings, num_workers=1)
+    assert _files(records) == before  # no shard, temporary or results file; the manifest of @6

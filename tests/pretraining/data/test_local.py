@@ -1,3 +1,4 @@
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -12,6 +13,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.file_io import FolderError
+from albert_tf.file_systems import LocalFiles
+from albert_tf.pretraining.data import units
 from albert_tf.pretraining.data.instances import InstanceOptions
 from albert_tf.pretraining.data.local import build
 from albert_tf.pretraining.data.manifest import SCHEME_VERSION, Manifest, output_paths
@@ -19,7 +22,7 @@ from albert_tf.pretraining.data.units import BuildError, BuildSettings
 from albert_tf.pretraining.dataset import parse_spec
 from albert_tf.pretraining.input import find_manifest
 from albert_tf.text import corpus
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, small_spm
 
 SETTINGS = BuildSettings(
     spm_model_file=str(SAMPLE_SPM),
@@ -218,6 +221,92 @@ def test_a_rebuild_into_fewer_shards_removes_the_earlier_builds_other_shards(tmp
     assert sorted(os.listdir(records)) == [
         "eval-00000-of-00001", "notes.txt", "train-00000-of-00001", "train.manifest.json"
     ]  # fmt: skip
+
+
+def _tiny_corpus(tmp_path, lines):
+    """The sample corpus's first `lines` lines: a few instances, fewer than some shard counts need."""
+    text = tmp_path / f"tiny-{lines}.txt"
+    text.write_text("\n".join(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()[:lines]) + "\n")
+    return text
+
+
+TINY = ["--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1", "--num_workers=1"]
+TINY_SETTINGS = BuildSettings(
+    spm_model_file=str(SAMPLE_SPM), options=InstanceOptions(max_seq_length=32, max_predictions_per_seq=5),
+    dupe_factor=1,
+)  # fmt: skip
+
+
+def test_a_corpus_too_small_for_its_shard_count_is_refused_before_anything_is_published(tmp_path):
+    """14 lines make 8 instances: as train@8, shards 2 and 7 would hold none, and training refuses a build
+    with an empty shard (a lane of that shard alone gives nothing). The command stops before it writes or
+    replaces a file, naming the largest shard count the instances fill, which builds with no empty shard."""
+    _tiny_corpus(tmp_path, 14).rename(tmp_path / "corpus.txt")
+
+    def create(output):
+        command = [sys.executable, "-m", "albert_tf.create_pretraining_data", "--input_file=corpus.txt",
+                   f"--output_file={output}", f"--spm_model_file={SAMPLE_SPM}", *TINY]  # fmt: skip
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+
+    built = create("records/train@6")
+    assert built.returncode == 0, built.stderr
+    records = tmp_path / "records"
+    counts = [shard["records"] for shard in Manifest.load(str(records / "train.manifest.json")).shards]
+    assert len(counts) == 6 and min(counts) > 0 and sum(counts) == 8
+    before = {path.name: path.read_bytes() for path in records.iterdir()}
+    for shards, empty in ((8, "[2, 7] of 8"), (7, "[2] of 7")):
+        refused = create(f"records/train@{shards}")
+        assert refused.returncode != 0
+        assert f"error: --output_file: the corpus made 8 instances, too few for {shards} shards" in (
+            refused.stderr
+        )
+        assert f"(shards {empty})" in refused.stderr
+        assert "use --output_file=records/train@6 " in refused.stderr, refused.stderr
+        # No shard, temporary or manifest written, and the earlier build as it was.
+        assert {path.name: path.read_bytes() for path in records.iterdir()} == before
+    assert create("fresh/train@8").returncode != 0 and not (tmp_path / "fresh").exists()
+
+
+def test_the_shard_count_a_refusal_names_is_the_largest_that_fills_every_shard(tmp_path):
+    """30 lines make 16 instances. Every count from 11 to 16 leaves a shard empty and names 10; 10 fills every
+    shard."""
+    text = str(_tiny_corpus(tmp_path, 30))
+    for shards in range(16, 10, -1):
+        with pytest.raises(BuildError, match=r"made 16 instances, .* use --output_file=.*/t@10 "):
+            build([text], output_paths(f"{tmp_path}/t@{shards}"), TINY_SETTINGS)
+    summary = build([text], output_paths(f"{tmp_path}/t@10"), TINY_SETTINGS)
+    assert min(shard["records"] for shard in summary.manifest.shards) > 0
+    shards = [os.path.basename(path) for path in summary.manifest.shard_paths()]
+    assert sorted(os.listdir(tmp_path)) == sorted([*shards, "t.manifest.json", "tiny-30.txt"])  # no other
+    # Files named one by one: how many to name.
+    with pytest.raises(BuildError, match=r"made 1 instances, too few for 3 shards: .* use 1 file\(s\) in"):
+        build([str(_tiny_corpus(tmp_path, 2))], [str(tmp_path / name) for name in "abc"], TINY_SETTINGS)
+
+
+def test_a_missing_or_folder_or_unusable_model_is_named_by_its_flag_before_any_work(tmp_path):
+    text = str(_tiny_corpus(tmp_path, 14))
+    (tmp_path / "not.model").write_bytes(b"not a model")
+    for model, error in (("nope.model", "no such file"), ("", "a folder, not a SentencePiece model"),
+                         ("not.model", "not a readable SentencePiece model")):  # fmt: skip
+        settings = dataclasses.replace(TINY_SETTINGS, spm_model_file=str(tmp_path / model))
+        with pytest.raises(BuildError, match=rf"^--spm_model_file={tmp_path}/?{model}: .*{error}"):
+            build([text], [str(tmp_path / "out" / "x")], settings)
+    assert sorted(os.listdir(tmp_path)) == ["not.model", "tiny-14.txt"]
+
+
+def test_a_worker_refuses_a_model_replaced_after_the_build_pinned_its_hash(tmp_path):
+    """A worker process (here: this one, once its tokenizer is another build's) reads the model again and
+    tokenizes only with bytes of the hash the build started with, which the manifest records."""
+    model = tmp_path / "spm.model"
+    model.write_bytes(SAMPLE_SPM.read_bytes())
+    pinned = units.pin_model(dataclasses.replace(TINY_SETTINGS, spm_model_file=str(model)), LocalFiles)
+    assert pinned.spm_model_sha256 == hashlib.sha256(SAMPLE_SPM.read_bytes()).hexdigest()
+    model.write_bytes(pathlib.Path(small_spm(tmp_path)).read_bytes())
+    other = dataclasses.replace(TINY_SETTINGS, do_lower_case=False)
+    units.pin_model(other, LocalFiles)  # another build in this process: its tokenizer replaces ours
+    began = pinned.spm_model_sha256
+    with pytest.raises(BuildError, match=rf"spm\.model changed during the build: SHA-256 \w+, {began} when"):
+        units.tokenizer_and_maker(pinned, LocalFiles)
 
 
 def test_failure_midway_leaves_no_output_and_keeps_old_files(tmp_path):
