@@ -3,7 +3,8 @@
     python -m albert_tf.export_saved_model --model_dir=runs/tiny --task=encoder \
         --export_dir=models/albert/1 --max_seq_length=128
 
-`--export_dir` is the version folder TF Serving reads (models/NAME/VERSION). Tasks: encoder and pretraining
+`--export_dir` is the version folder TF Serving reads (models/NAME/VERSION); a folder not named by a number
+is written with a warning, as TF Serving would not load it. Tasks: encoder and pretraining
 use the directory's pretrained weights; classifier, span and multiple_choice its fine-tuned task model
 (task_model.keras, written by the fine-tuning commands or `model_dir.save_task_model`), which tokenizes as it
 was trained: its sequence length, pairing and casing come from the model, and a flag that contradicts them is
@@ -12,6 +13,7 @@ export is loaded by TensorFlow's C++ loader, as TF Serving loads it, and its war
 it is published. See albert_tf/serving/export.py for the signatures and export/README.md for serving it.
 """
 
+import re
 import sys
 
 from absl import app, flags
@@ -27,7 +29,11 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "task", "encoder", ["encoder", "pretraining", "classifier", "span", "multiple_choice"], "What to serve."
 )
-flags.DEFINE_string("export_dir", None, "The SavedModel directory to create, e.g. models/albert/1.")
+flags.DEFINE_string(
+    "export_dir", None,
+    "The SavedModel directory to create, e.g. models/albert/1: TF Serving serves the folders named by a "
+    "version number under its --model_base_path (models/albert), so another name is written with a warning.",
+)  # fmt: skip
 flags.DEFINE_integer(
     "max_seq_length",
     None,
@@ -61,8 +67,10 @@ flags.DEFINE_enum(
     "float32, or bfloat16: matrix products in bfloat16, LayerNorm statistics, attention scores and "
     "softmax and logits in float32, weights stored in bfloat16, outputs float32. Choose bfloat16 for CPUs "
     "that compute it natively (avx512_bf16 or amx_bf16 in /proc/cpuinfo) and for GPUs, float32 elsewhere "
-    "(other CPUs run bfloat16 slower than float32). Answers may differ from float32 within bfloat16 "
-    "rounding; bench/README.md has the measurements.",
+    "(other CPUs run bfloat16 slower than float32). The serving machine's CPU is what counts: TF Serving "
+    "2.12 with oneDNN on (TF_ENABLE_ONEDNN_OPTS=1) aborts loading a bfloat16 export on a CPU without AVX-512 "
+    "(docs/serving.md, 'bfloat16 exports'). Answers may differ from float32 within bfloat16 rounding; "
+    "bench/README.md has the measurements.",
 )
 # Span answers; default: what run_squad kept in the model (AlbertSpanLabeler.span_settings), else its
 # defaults.
@@ -124,7 +132,26 @@ def main(argv):
         print(f"export_saved_model: error: {error}", file=sys.stderr)
         return 1
     print(f"export_saved_model: wrote {path}", file=sys.stderr)
+    warning = _unversioned_warning(FLAGS.export_dir)
+    if warning:
+        print(f"export_saved_model: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _unversioned_warning(export_dir):
+    """What to say when export_dir's name is not a version number, which TF Serving needs; None when it is.
+
+    A warning, not a refusal: the SavedModel is whole and loads anywhere else (tf.saved_model.load, Vertex
+    AI's prebuilt containers, which take the folder that holds saved_model.pb; converters).
+    """
+    folder = export_dir.rstrip("/")
+    if re.fullmatch(r"[0-9]+", folder.rsplit("/", 1)[-1]):
+        return None
+    return (
+        f"TF Serving will not load {export_dir}: it serves the folders named by a version number (1, 2, ...) "
+        f"under its --model_base_path; to serve it, export to {folder}/1 and start the server with "
+        f"--model_base_path={folder}"
+    )
 
 
 if __name__ == "__main__":

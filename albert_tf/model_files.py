@@ -10,8 +10,9 @@ A model directory holds
                               written before this file are); fine-tuning and export tokenize by it,
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
     global_step.json          {"global_step": N}: the step those weights were trained to, when known (written
-                              by pretraining and by conversions of TF1 checkpoints that hold one), so that
-                              an evaluation of the directory reports it,
+                              by pretraining, by fine-tuning for its task model, the best evaluation's step,
+                              and by conversions of TF1 checkpoints that hold one), so that an evaluation of
+                              the directory reports it,
     task_model.keras          a fine-tuned task model (classifier, span labeler, multiple choice), if any;
                               fine-tuning writes config, spm.model and this only (the encoder is in it);
                               the task models' from_model_dir continue from it.

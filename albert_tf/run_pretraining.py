@@ -25,6 +25,10 @@ for _field in dataclasses.fields(PretrainingSettings):
     else:
         _DEFINE.get(type(_default), flags.DEFINE_string)(_field.name, _default, HELP[_field.name])
 flags.mark_flags_as_required(list(REQUIRED))
+# The fine-tuning commands' names (the original's) for the steps. As any absl flag given twice, the last of
+# either spelling wins, so a recipe's steps can be overridden under either name.
+flags.DEFINE_alias("train_step", "num_train_steps")
+flags.DEFINE_alias("warmup_step", "num_warmup_steps")
 
 
 def main(argv):
@@ -34,6 +38,11 @@ def main(argv):
         settings = PretrainingSettings(**{name: shipped.resolve(name, FLAGS[name].value) for name in fields})
         settings.check()
     except ValueError as error:
+        if FLAGS.strategy == "multi_worker_mirrored":  # the cluster's other tasks are told first
+            tf_startup.import_tensorflow_quietly()
+            from albert_tf.training import distribution
+
+            distribution.tell_the_cluster(FLAGS.strategy, FLAGS.tpu, error)
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
     tf_startup.import_tensorflow_quietly()  # before anything imports TensorFlow

@@ -13,7 +13,8 @@ TensorFlow (the fine-tuning commands once their data is read), imports TensorFlo
 with the process's stderr going to a temporary file, then writes back every line but those notices; the two
 CUDA lines are notices only on a machine without an NVIDIA driver (on a GPU machine they say why the GPU is
 not used). Later C++ messages are filtered by TensorFlow itself at `TF_CPP_MIN_LOG_LEVEL=1`, which we set:
-INFO lines (the CPU-feature notice of cpu_feature_guard.cc among them) are dropped, warnings and errors show.
+INFO lines (the CPU-feature notice of cpu_feature_guard.cc among them, and the SavedModel loader's on each
+load) are dropped, warnings and errors show. BUILD.md, "What TensorFlow prints on a CPU", shows them.
 
 TensorFlow's Python INFO lines (absl logging: one per checkpoint saved, all-reduce traced and SavedModel
 signature written), which absl's `app.run` turns on, are held back too: a command prints its own progress.

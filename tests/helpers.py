@@ -113,10 +113,11 @@ def free_ports(count):
     return ports
 
 
-def run_on_two_workers(module, worker_args, chief=False):
+def run_on_two_workers(module, worker_args, chief=False, returncode=0, timeout=600):
     """`python -m module` as the two tasks of a loopback cluster (TF_CONFIG, as MultiWorkerMirroredStrategy
-    reads it), task i with the flags worker_args[i]; both must exit 0. The tasks are workers 0 and 1, or with
-    `chief` a `chief` task and worker 0 (the layout of Vertex AI, Kubeflow's TFJob and SageMaker).
+    reads it), task i with the flags worker_args[i]; both must exit with `returncode` within `timeout`
+    seconds. The tasks are workers 0 and 1, or with `chief` a `chief` task and worker 0 (the layout of Vertex
+    AI, Kubeflow's TFJob and SageMaker).
 
     Returns:
       each task's output (stdout and stderr together).
@@ -134,8 +135,8 @@ def run_on_two_workers(module, worker_args, chief=False):
         started.append(commands.start(module, args, env={**os.environ, "TF_CONFIG": config}, combined=True))
     outputs = []
     for command in started:
-        result = command.result(timeout=600)
-        assert result.returncode == 0, result.stdout[-3000:]
+        result = command.result(timeout=timeout)
+        assert result.returncode == returncode, result.stdout[-3000:]
         outputs.append(result.stdout)
     return outputs
 

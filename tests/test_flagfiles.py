@@ -103,6 +103,33 @@ def test_squad_flagfiles_parse_with_the_paper_settings(name, expected, empty):
     assert ("version_2_with_negative" in values) == (name == "squad-v2.0")
 
 
+OTHER_SPELLING = {
+    "num_train_steps": "train_step", "num_warmup_steps": "warmup_step",
+    "train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "recipe", "required", "steps", "warmup"),
+    [
+        ("run_pretraining", "tiny", (), "num_train_steps", "num_warmup_steps"),
+        ("run_classifier", "rte", ("--model_dir=given", "--data_dir=given"), "train_step", "warmup_step"),
+        ("run_race", "race", ("--model_dir=given", "--data_dir=given"), "train_step", "warmup_step"),
+        ("run_squad", "squad-v1.1", ("--model_dir=given",), "train_step", "warmup_step"),
+    ],
+)
+def test_each_command_takes_both_spellings_of_the_steps(entry_point, recipe, required, steps, warmup, empty):
+    """run_pretraining's names and the fine-tuning commands' (the original's) set the same setting, over
+    the recipe's; given in both spellings, the last wins, as one flag given twice does."""
+    other = (f"--{OTHER_SPELLING[steps]}=7", f"--{OTHER_SPELLING[warmup]}=3")
+    values = parse(empty, recipe, entry_point, (*required, *other))
+    assert (values[steps], values[warmup]) == ("7", "3")
+    values = parse(empty, recipe, entry_point, (*required, f"--{steps}=5", f"--{OTHER_SPELLING[steps]}=9"))
+    assert values[steps] == "9"
+    values = parse(empty, recipe, entry_point, (*required, f"--{OTHER_SPELLING[steps]}=9", f"--{steps}=5"))
+    assert values[steps] == "5"
+
+
 def test_tiny_flagfile_names_shipped_files(empty):
     values = parse(empty, "tiny", required=())
     for key in ("albert_config_file", "input_file", "eval_input_file", "spm_model_file"):

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from albert_tf import tf_startup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,3 +109,47 @@ def test_notices_are_told_from_other_lines():
     assert not any(tf_startup.is_startup_notice(line, gpu_driver=False) for line in others)
     warning = "W0000 00:00:1.0 1 port.cc:148] TF_ENABLE_ONEDNN_OPTS is not set to either '0' or '1'"
     assert not tf_startup.is_startup_notice(warning, gpu_driver=False)
+
+
+def test_build_md_shows_what_importing_tensorflow_prints():
+    """BUILD.md's list of the notices is what TensorFlow prints at start-up here (at level 0: nothing held
+    back), every log line of it, each listed one printed."""
+    from tests.test_readme import blocks
+
+    shown = next(b.text for b in blocks("BUILD.md") if "absl::InitializeLog" in b.text).splitlines()
+    listed = [line.partition("] ")[2].removesuffix(" ...") or line for line in shown]
+    code = "import tensorflow as tf; tf.config.list_physical_devices()"
+    printed = run(["-c", code], TF_CPP_MIN_LOG_LEVEL="0", TF_ENABLE_ONEDNN_OPTS="1").stderr
+    assert len(listed) == 5 and all(message in printed for message in listed), (listed, printed)
+    logged = [line for line in printed.splitlines() if CPP_LOG_LINE.match(line) or line.startswith("WARNING")]
+    assert all(any(message in line for message in listed) for line in logged), logged
+
+
+SERVING_SNIPPET = re.compile(r"python - <<'EOF'\n(?P<code>.*?)\nEOF\n", re.DOTALL)
+
+
+@pytest.mark.slow
+def test_the_servable_snippet_of_serving_md_prints_its_answers_alone(tmp_path):
+    """docs/serving.md's Servable snippet, on a classifier export where it looks: no start-up notice and none
+    of the C++ loader's INFO lines (about fifteen lines without tf_startup), only what it prints."""
+    import keras
+
+    from albert_tf.models import AlbertClassifier, AlbertEncoder
+    from albert_tf.serving.export import export_saved_model
+    from tests.helpers import tiny_config
+    from tests.test_readme import blocks
+
+    keras.utils.set_random_seed(7)
+    model = AlbertClassifier(AlbertEncoder(tiny_config(vocab_size=8000)), num_classes=2, labels=("a", "b"))
+    spm = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
+    export_dir = tmp_path / "models" / "doc_topics" / "1"  # where the snippet looks
+    export_saved_model(model, spm, str(export_dir), "classifier", max_seq_length=16, pair=False)
+    snippet = next(b.text for b in blocks("docs/serving.md") if "Servable(" in b.text)
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-c", SERVING_SNIPPET.search(snippet)["code"]], cwd=tmp_path, env=environment,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "serving_default" in result.stdout and "[b'" in result.stdout
+    assert result.stderr == "", result.stderr

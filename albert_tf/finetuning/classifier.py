@@ -7,6 +7,8 @@ model directory whose `task_model.keras` is the best evaluation's model (ready f
 --task=classifier`), `eval_results.json` and, with do_predict, `test_results.tsv`.
 """
 
+import math
+
 import keras
 import numpy as np
 
@@ -55,6 +57,14 @@ class ClassifierTask(task.FineTuningTask):
         if self.regression:
             return ("pearson", "spearman")
         return TASK_METRICS.get(self.task_name, DEFAULT_METRICS)
+
+    @property
+    def chance_loss(self):
+        if not self.regression:
+            return math.log(self.model.num_classes)
+        # A model that has learned nothing predicts the mean score: the scores' variance.
+        scores = [example.label for example in self.splits.get("train", [])]
+        return float(np.var(scores)) if scores else None
 
     def _example_losses(self, labels, logits):
         """Cross-entropy, or for regression the squared error of the score."""

@@ -28,8 +28,17 @@ flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs 
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas, one update).")
 flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation and prediction batch size.")
 flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW, warmup then linear decay).")
-flags.DEFINE_integer("train_step", 1000, "Training steps.")
-flags.DEFINE_integer("warmup_step", 100, "Warmup steps.")
+# The original's names; run_pretraining's (num_train_steps, num_warmup_steps) are taken too. A flag given
+# twice, in either spelling, is as any absl flag given twice: the last wins, so a recipe's steps can be
+# overridden under either name.
+flags.DEFINE_integer(
+    "train_step", 1000, "Training steps (also --num_train_steps; in either spelling the last given wins)."
+)
+flags.DEFINE_integer(
+    "warmup_step", 100, "Warmup steps (also --num_warmup_steps; in either spelling the last given wins)."
+)
+flags.DEFINE_alias("num_train_steps", "train_step")
+flags.DEFINE_alias("num_warmup_steps", "warmup_step")
 flags.DEFINE_integer(
     "save_checkpoints_steps", 200,
     "Steps between checkpoints and evaluations: a run started again with the same flags resumes from the "
@@ -49,7 +58,8 @@ flags.DEFINE_bool(
 )  # fmt: skip
 flags.DEFINE_bool(
     "rollback_on_collapse", False,
-    "When the smoothed training loss rises over twice its best, go back to the newest checkpoint before it, "
+    "When the smoothed training loss rises over twice its best and by more than a quarter of the chance "
+    "loss (ln of the classes; a regression's score variance), go back to the newest checkpoint before it, "
     "lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most 3 "
     "times). Without it the run only says so.",
 )  # fmt: skip
@@ -90,11 +100,19 @@ def main(settings_class, command, run, convert=None):
     for name, function in (convert or {}).items():
         values[name] = function(values[name])
     try:
-        if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
-            tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
-        values.update(_from_the_model(command, values))
-        settings = settings_class(**values)
-        data = task_data.read(settings, command)
+        try:
+            if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
+                tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
+            values.update(_from_the_model(command, values))
+            settings = settings_class(**values)
+            data = task_data.read(settings, command)
+        except (ValueError, FileNotFoundError) as error:
+            if values["strategy"] == "multi_worker_mirrored":  # the cluster's other tasks are told first
+                tf_startup.import_tensorflow_quietly()
+                from albert_tf.training import distribution
+
+                distribution.tell_the_cluster(values["strategy"], values["tpu"], error)
+            raise
         tf_startup.import_tensorflow_quietly()
         run(settings, data)
     except (ValueError, FileNotFoundError) as error:  # DataError and TokenizerError are ValueErrors

@@ -182,6 +182,7 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
       (examples, labels).
     """
     rows = []
+    read = _fields_read(text, text_b, label)
     content = read_task_text(path, errors)
     if path.endswith(".jsonl"):
         with io.StringIO(content) as file:
@@ -195,12 +196,25 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
         with io.StringIO(content, newline="") as file:
             reader = csv.DictReader(file)
             rows = [(reader.line_num, row) for row in reader]
+        header = reader.fieldnames or []
+        absent = [key for key in (text, label) if key and header and key not in header]
+        if absent:  # every row would miss it: say so once, at the header
+            raise DataError(
+                f"{path}:1: the header ({', '.join(header)}) has no {' or '.join(absent)} column; text "
+                f"classification reads the columns {read}: rename the file's columns to these"
+            )
         for number, row in rows:
             if None in row:  # DictReader's key for the fields past the header's
-                fields = len(reader.fieldnames) + len(row[None])
+                fields = len(header) + len(row[None])
                 raise DataError(
-                    f"{path}:{number}: {fields} fields, the header has {len(reader.fieldnames)} "
-                    f"({', '.join(reader.fieldnames)}); quote a field that holds a comma"
+                    f"{path}:{number}: {fields} fields, the header has {len(header)} "
+                    f"({', '.join(header)}); quote a field that holds a comma"
+                )
+            if None in row.values():  # DictReader's value for the header's fields past the row's
+                fields = sum(value is not None for value in row.values())
+                raise DataError(
+                    f"{path}:{number}: {fields} field{'s' * (fields != 1)}, the header has {len(header)} "
+                    f"({', '.join(header)})"
                 )
     if not rows:
         raise DataError(f"{path}: no examples")
@@ -214,9 +228,14 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
         text_b = text_b if pairs and all(pairs) else None
     keys = [key for key in (text, text_b, label) if key]
     for number, row in rows:
-        missing = [key for key in keys if not isinstance(row, dict) or row.get(key) is None]
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{number}: not a JSON object")
+        missing = [key for key in keys if row.get(key) is None]
         if missing:
-            raise DataError(f"{path}:{number}: missing {', '.join(missing)}")
+            raise DataError(
+                f"{path}:{number}: missing {', '.join(missing)} (keys found: {', '.join(row) or 'none'}); "
+                f"text classification reads the keys {read}"
+            )
     if label is None:
         examples = [Example(str(row[text]), str(row[text_b]) if text_b else None, None) for _, row in rows]
         return examples, tuple(labels or ())
@@ -234,6 +253,12 @@ def read_text_classification(path, labels=None, text="text", text_b="text_b", la
         for number, row in rows
     ]
     return examples, tuple(labels)
+
+
+def _fields_read(text, text_b, label):
+    """The columns or keys read_text_classification reads, in words (run_classifier's are fixed)."""
+    names = ", ".join(key for key in (text, label) if key)
+    return names + (f" and, for sentence pairs, {text_b}" if text_b else "")
 
 
 def classification_dataset(

@@ -6,6 +6,8 @@ directory gets the best evaluation's model (task_model.keras), eval_results.json
 do_predict, test_results.tsv (the predicted letters).
 """
 
+import math
+
 from albert_tf.finetuning import classifier, race, task, task_data
 from albert_tf.models import AlbertMultipleChoice
 
@@ -14,6 +16,10 @@ class RaceTask(classifier.ClassifierTask):
     """The classifier run with RACE's reader, pipeline and multiple-choice model."""
 
     name = "run_race"
+
+    @property
+    def chance_loss(self):
+        return math.log(len(race.LETTERS))
 
     def _build_model(self):
         s = self.settings

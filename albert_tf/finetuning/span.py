@@ -13,6 +13,7 @@ do_predict predictions.json (question id → answer text, "" for no answer) plus
 """
 
 import json
+import math
 
 import keras
 
@@ -51,6 +52,12 @@ class SquadTask(task.FineTuningTask):
             max_seq_length=s.max_seq_length, text_pair=True,
         )  # fmt: skip
 
+    @property
+    def chance_loss(self):
+        # A uniform guess of the start and of the end among the window's positions, and of answerability.
+        positions = math.log(self.settings.max_seq_length)
+        return positions + (0.5 * math.log(2) if self.settings.version_2_with_negative else 0.0)
+
     def _example_losses(self, targets, outputs):
         """The mean of the start and end cross-entropies, plus half the answerability cross-entropy."""
         span = keras.losses.sparse_categorical_crossentropy
@@ -84,7 +91,7 @@ class SquadTask(task.FineTuningTask):
             null_score_threshold=s.null_score_threshold,
         )  # fmt: skip
 
-    def _save(self, directory):
+    def _save(self, directory, step):
         """The model directory; the model keeps this run's windows and decoding, so its `predict` on raw text
         and its export answer as this run does."""
         s = self.settings
@@ -93,7 +100,7 @@ class SquadTask(task.FineTuningTask):
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
         ).decoding()  # fmt: skip
-        super()._save(directory)
+        super()._save(directory, step)
 
     def _evaluate(self):
         examples, _ = self.splits["dev"]

@@ -23,7 +23,7 @@ import json
 import keras
 import tensorflow as tf
 
-from albert_tf import file_io
+from albert_tf import file_io, model_files
 from albert_tf.finetuning import task_data
 from albert_tf.finetuning.settings import FineTuningSettings
 from albert_tf.models import model_dir
@@ -57,6 +57,7 @@ class FineTuningTask(Task):
     def __init__(self, settings: FineTuningSettings, data: task_data.TaskData | None = None):
         """data: what task_data.read read (None: read it now, after the strategy is made)."""
         self.settings = s = settings
+        self.written = []  # the files `write` wrote, which the run names at its end
         # First: multi-worker collectives must be configured before TensorFlow runs any op.
         if distribution.is_evaluator():
             raise ValueError(
@@ -65,12 +66,13 @@ class FineTuningTask(Task):
             )
         self.strategy = distribution.create_strategy(s.strategy, s.tpu)
         self.chief = distribution.is_chief(self.strategy)
-        check_batch(engine_settings(s), self.strategy)
-        keras.utils.set_random_seed(s.seed)
-        distribution.set_precision(s.mixed_precision)
-        data = data or task_data.read(s, self.name)
-        self.spm, self.do_lower_case, self.labels = data.spm, data.do_lower_case, data.labels
-        self.splits = self._prepare(data.splits)
+        with distribution.checked_together(self.strategy):  # a refusal stops every task of a cluster
+            check_batch(engine_settings(s), self.strategy)
+            keras.utils.set_random_seed(s.seed)
+            distribution.set_precision(s.mixed_precision)
+            data = data or task_data.read(s, self.name)
+            self.spm, self.do_lower_case, self.labels = data.spm, data.do_lower_case, data.labels
+            self.splits = self._prepare(data.splits)
         with self.strategy.scope():
             self.model = self._build_model()
             self.model.encoder.remat = s.remat
@@ -138,21 +140,23 @@ class FineTuningTask(Task):
         """Writes the test split's predictions to output_dir."""
         raise NotImplementedError
 
-    def save(self):
-        """The model directory in output_dir (chief only)."""
+    def save(self, step):
+        """The model directory in output_dir (chief only); step: the one its weights are of."""
         if self.chief:
-            self._save(self.settings.output_dir)
+            self._save(self.settings.output_dir, step)
 
     def write(self, name, text):
         """Writes a text file of output_dir (chief only), whole or not at all."""
         if self.chief:
             file_io.makedirs(self.settings.output_dir)
-            file_io.write_atomically(file_io.join(self.settings.output_dir, name), text.encode("utf-8"))
+            path = file_io.join(self.settings.output_dir, name)
+            file_io.write_atomically(path, text.encode("utf-8"))
+            self.written.append(path)
 
-    def _save(self, directory):
+    def _save(self, directory, step):
         """Writes the model directory: the pretrained files copied from model_dir, and this task model."""
         model_dir.copy_config_and_spm(self.settings.model_dir, directory)
-        model_dir.save_task_model(self.model, directory)
+        model_dir.save_task_model(self.model, directory, step)
 
 
 def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | None = None):
@@ -164,18 +168,34 @@ def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | Non
     task = task_class(settings, data)
     log = RunLog(task.name, settings.output_dir, task.chief)
     engine = Engine(task, engine_settings(settings), task.strategy, log)
-    best = None
+    best, step_known = None, True
     if settings.do_train:
         engine.restore()
         if task.chief:  # what the checkpoints it writes are of (task_data read the one there)
             model_dir.write_run_model_config(task.model, settings.output_dir)
         best = engine.train()
-        task.save()
+        task.save(best["global_step"] if best else engine.step)  # the best evaluation's weights, or the last
+    else:  # the fine-tuned model of model_dir: its results are reported at the step it was saved at
+        step = model_files.global_step(settings.model_dir)
+        step_known = step is not None
+        task.optimizer.iterations.assign(step or 0)
     results = None
     if settings.do_eval:
-        results = best or engine.evaluate()  # None without a dev split
+        results = best or engine.evaluate(step_known=step_known)  # None without a dev split
     if results is not None:
         task.write("eval_results.json", json.dumps(results, indent=2, sort_keys=True) + "\n")
     if settings.do_predict:
         task.predict()
+    if task.chief:  # where the outputs went, as run_pretraining says it
+        out = settings.output_dir
+        if settings.do_train:
+            log.line(f"model directory: {out} ({', '.join(model_files.files(out))})")
+        evaluation = [file_io.join(out, "eval_results.json"), engine.history_path]
+        if results is not None:
+            log.line(f"evaluation: {', '.join(path for path in evaluation if file_io.exists(path))}")
+        predictions = [path for path in task.written if path not in evaluation]
+        if predictions:
+            log.line(f"predictions: {', '.join(predictions)}")
+        if log.summary_folders():
+            log.line(f"TensorBoard: tensorboard --logdir {out}")
     return results

@@ -70,9 +70,11 @@ def copy_config_and_spm(source, directory):
     model_files.write_do_lower_case(directory, model_files.do_lower_case(source))
 
 
-def save_task_model(model, directory):
-    """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory."""
+def save_task_model(model, directory, step=None):
+    """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory, with the fine-tuning
+    step its weights are of (global_step.json; None: unknown, no file)."""
     file_io.makedirs(directory)
+    model_files.write_global_step(directory, step)
     file_io.replace_with(file_io.join(directory, model_files.TASK_MODEL_FILE), model.save)
 
 

@@ -82,6 +82,36 @@ def _start_from(task, engine, path, log, train):
     return conversion.spm_model, conversion.global_step
 
 
+def _restore_or_start(settings, task, engine, log):
+    """Restores the run's last checkpoint, or loads --init_checkpoint's weights when it has none.
+
+    Returns:
+      (the SentencePiece model of the run, or None; whether the step of the weights is known).
+    """
+    s = settings
+    spm_model, step_known = s.spm_model_file, True
+    restored = engine.restore(partial=not s.do_train)
+    if restored and s.init_checkpoint and not s.do_train:  # which of the two to evaluate is not said
+        raise ValueError(
+            f"--nodo_train --init_checkpoint={s.init_checkpoint}, but --output_dir={s.output_dir} holds "
+            "checkpoints too: give another --output_dir to evaluate --init_checkpoint, or leave it out to "
+            "evaluate the latest checkpoint there"
+        )
+    if not restored and s.init_checkpoint:
+        converted_spm, evaluated_step = _start_from(task, engine, s.init_checkpoint, log, s.do_train)
+        spm_model = spm_model or converted_spm
+        if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
+            step_known = evaluated_step is not None
+            task.optimizer.iterations.assign(evaluated_step or 0)
+    elif not restored and not s.do_train:
+        raise ValueError(
+            f"nothing to evaluate: no checkpoint in {engine.manager.directory} and no --init_checkpoint"
+        )
+    if s.init_checkpoint and not spm_model:
+        spm_model = model_files.spm_model_file(s.init_checkpoint)
+    return spm_model, step_known
+
+
 @dataclasses.dataclass
 class PretrainingRun:
     """A built run: its parts, restored from its last checkpoint (or started from init_checkpoint)."""
@@ -132,42 +162,26 @@ def build(settings: PretrainingSettings, restore=True) -> PretrainingRun:
     s.check()
     # First: multi-worker collectives must be configured before TensorFlow runs any op.
     strategy = distribution.create_strategy(s.strategy, s.tpu)
-    check_batch(engine_settings(s), strategy)
-    replicas = strategy.num_replicas_in_sync
-    if s.eval_batch_size % replicas:
-        raise ValueError(
-            f"--eval_batch_size={s.eval_batch_size} must be divisible by the {replicas} replica(s)"
-        )
-    keras.utils.set_random_seed(s.seed)
-    distribution.set_precision(s.mixed_precision)
-    log = RunLog("run_pretraining", s.output_dir, distribution.is_chief(strategy))
-    config = AlbertConfig.from_json_file(s.albert_config_file)
-    inputs = PretrainingInput(s, config.vocab_size, log)
+    with distribution.checked_together(strategy):  # a refusal stops every task of a cluster
+        check_batch(engine_settings(s), strategy)
+        replicas = strategy.num_replicas_in_sync
+        if s.eval_batch_size % replicas:
+            raise ValueError(
+                f"--eval_batch_size={s.eval_batch_size} must be divisible by the {replicas} replica(s)"
+            )
+        keras.utils.set_random_seed(s.seed)
+        distribution.set_precision(s.mixed_precision)
+        log = RunLog("run_pretraining", s.output_dir, distribution.is_chief(strategy))
+        config = AlbertConfig.from_json_file(s.albert_config_file)
+        inputs = PretrainingInput(s, config.vocab_size, log)
     task = PretrainingTask(s, strategy, config, inputs)
     engine = Engine(task, engine_settings(s), strategy, log)
-    spm_model = s.spm_model_file
-    step_known = True
-    restored = engine.restore(partial=not s.do_train) if restore else None
-    if restored and s.init_checkpoint and not s.do_train:  # which of the two to evaluate is not said
-        raise ValueError(
-            f"--nodo_train --init_checkpoint={s.init_checkpoint}, but --output_dir={s.output_dir} holds "
-            "checkpoints too: give another --output_dir to evaluate --init_checkpoint, or leave it out to "
-            "evaluate the latest checkpoint there"
+    with distribution.checked_together(strategy):
+        spm_model, step_known = (
+            _restore_or_start(s, task, engine, log) if restore else (s.spm_model_file, True)
         )
-    if restore and not restored and s.init_checkpoint:
-        converted_spm, evaluated_step = _start_from(task, engine, s.init_checkpoint, log, s.do_train)
-        spm_model = spm_model or converted_spm
-        if not s.do_train:  # evaluation alone reports the step of the weights it evaluates
-            step_known = evaluated_step is not None
-            task.optimizer.iterations.assign(evaluated_step or 0)
-    elif restore and not restored and not s.do_train:
-        raise ValueError(
-            f"nothing to evaluate: no checkpoint in {engine.manager.directory} and no --init_checkpoint"
-        )
-    if s.init_checkpoint and not spm_model:
-        spm_model = model_files.spm_model_file(s.init_checkpoint)
-    if spm_model:  # before the first step: an id past the embedding table fails mid-graph, or reads zeros
-        check_fits_vocabulary(spm_model, config.vocab_size, s.albert_config_file)
+        if spm_model:  # before the first step: an id past the embedding table fails mid-graph, or reads zeros
+            check_fits_vocabulary(spm_model, config.vocab_size, s.albert_config_file)
     start = int(engine.batches.numpy())
     if s.do_train and engine.step < s.num_train_steps:
         cost = inputs.resume_cost(start)

@@ -108,8 +108,8 @@ HELP = {
     "optimizer": "Optimizer (the original's LAMB or AdamW).",
     "learning_rate": "Peak learning rate.",
     "poly_power": "Exponent of the polynomial decay.",
-    "num_train_steps": "Optimizer updates.",
-    "num_warmup_steps": "Linear warmup steps.",
+    "num_train_steps": "Optimizer updates (also --train_step; in either spelling the last given wins).",
+    "num_warmup_steps": "Linear warmup steps (also --warmup_step; in either spelling the last given wins).",
     "save_checkpoints_steps": "Steps between training checkpoints.",
     "keep_checkpoint_max": "Training checkpoints kept.",
     "eval_every_steps": "Steps between evaluations during training (0: only at the end).",
@@ -129,8 +129,9 @@ HELP = {
     "online_masking": "Draw new whole-word n-gram masks every epoch in tf.data.",
     "masked_lm_prob": "Share of tokens masked (--online_masking only).",
     "shuffle_buffer_size": "Records in the training shuffle buffer (records without a manifest only).",
-    "rollback_on_collapse": "When the run collapses (the smoothed training loss over twice its best, or the "
-    "held-out masked-LM accuracy back at the most frequent token's), go back to the newest checkpoint before "
+    "rollback_on_collapse": "When the run collapses (the smoothed training loss over twice its best and "
+    "by more than a quarter of the chance loss, or the held-out masked-LM accuracy back at the most frequent "
+    "token's), go back to the newest checkpoint before "
     "it, lower the learning rate by --rollback_learning_rate_factor and go on with the next batches (at most "
     "3 times). Without it the run only says so, in its progress line and evaluation history.",
     "rollback_learning_rate_factor": "What each rollback multiplies the learning rate by.",

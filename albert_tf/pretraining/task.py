@@ -6,6 +6,8 @@ summed across replicas before the step: `replica_totals`), plus the sentence-ord
 global batch (losses.py).
 """
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -56,6 +58,11 @@ class PretrainingTask(Task):
             "sums": tf.TensorSpec([len(losses.SUM_NAMES)]),
             "targets": tf.TensorSpec([2, self.vocab_size]),
         }
+
+    @property
+    def chance_loss(self):
+        # A uniform guess: the masked token among the vocabulary, and the sentence order.
+        return math.log(self.vocab_size) + math.log(2)
 
     def train_input(self, strategy, start):
         return strategy.distribute_datasets_from_function(

@@ -1,6 +1,8 @@
 """Distribution strategies and mixed-precision policies, by the names the `--strategy` and
-`--mixed_precision` flags use."""
+`--mixed_precision` flags use; the collectives every task of a multi-worker run calls alike (`gather_rows`,
+`checked_together`)."""
 
+import contextlib
 import json
 import os
 
@@ -85,3 +87,76 @@ def _tf_config():
 def task_id(strategy):
     resolver = getattr(strategy, "cluster_resolver", None)
     return (resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
+
+
+def trains_in_a_cluster(strategy_name):
+    """Whether a run with --strategy=strategy_name is one of several training tasks of TF_CONFIG's cluster
+    (read before TensorFlow starts; an evaluator is none)."""
+    cluster = _tf_config().get("cluster", {})
+    tasks = sum(len(cluster.get(job, [])) for job in ("chief", "worker"))
+    return strategy_name == "multi_worker_mirrored" and tasks > 1 and not is_evaluator()
+
+
+def gather_rows(strategy, row):
+    """Every task's `row` (a list of ints, the same length on each), concatenated in task order: a collective
+    op, so every task of a multi-worker run must call it, and it returns once all have. NumPy int64."""
+    row = tf.constant(row, tf.int64)
+
+    @tf.function(autograph=False)
+    def gather():
+        return strategy.gather(strategy.run(lambda: tf.identity(row)), axis=0)
+
+    return gather().numpy()
+
+
+REFUSAL_BYTES = 2000  # the most of a refusal's message another task is told
+
+
+@contextlib.contextmanager
+def checked_together(strategy):
+    """Runs the block (the checks of a run's settings and files) and, in a multi-worker run, shares its
+    outcome: when any task refused (ValueError or FileNotFoundError), every task raises ValueError, the
+    others naming it. A task that stopped alone would leave the others waiting on their next collective
+    until it timed out. Every task must enter the same blocks in the same order, and a collective inside a
+    block must come before anything in it that can refuse."""
+    refusal = None
+    try:
+        yield
+    except (ValueError, FileNotFoundError) as error:
+        refusal = error
+    refuse_together(strategy, refusal)
+
+
+def refuse_together(strategy, refusal):
+    """checked_together's collective: raises `refusal` (an exception or None) on its task and, in a
+    multi-worker run, ValueError on every other task when one refused (the first in task order)."""
+    others = (
+        _share(strategy, refusal) if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) else None
+    )
+    if refusal is not None:
+        raise refusal
+    if others:
+        raise ValueError(others)
+
+
+def tell_the_cluster(strategy_name, tpu, refusal):
+    """For a refusal before the run's strategy exists: in a multi-worker run, tells the cluster's other
+    tasks, which would otherwise wait for this one until their collectives time out (they stop at their
+    first checked_together). Starts the strategy."""
+    if trains_in_a_cluster(strategy_name):
+        _share(create_strategy(strategy_name, tpu), refusal)
+
+
+def _share(strategy, refusal):
+    """Gathers every task's refusal (an exception or None); returns what the first task that refused, other
+    than this one, is to be named by ("worker 1 of this run refused, ...: reason"), or None."""
+    message = str(refusal).encode("utf-8")[:REFUSAL_BYTES] if refusal is not None else b""
+    this_task = [int(is_chief(strategy)), task_id(strategy)]
+    row = this_task + [int(refusal is not None), len(message)]
+    row += list(message) + [0] * (REFUSAL_BYTES - len(message))
+    for chief, task, refused, length, *text in gather_rows(strategy, row).reshape(-1, len(row)):
+        if refused and [chief, task] != this_task:
+            who = "the chief" if chief else f"worker {task}"
+            reason = bytes(int(byte) for byte in text[:length]).decode("utf-8", errors="replace")
+            return f"{who} of this run refused, so this task stops too: {reason}"
+    return None

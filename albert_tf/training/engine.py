@@ -11,13 +11,16 @@ its progress line and its evaluation. The `Engine` does the rest, the same for e
   is skipped on every replica alike (loss_scale);
 - steps in compiled chunks up to the next boundary: a progress line, a checkpoint, an evaluation, the end;
 - checkpoints (output_dir/checkpoints) of the weights, the optimizer, the input position (`batches`, the
-  global batches consumed), dropout's seed states, the loss scale and the best evaluation so far. The input
-  is a deterministic function of the seed and the position, so a run started again with the same settings
-  resumes from its last checkpoint and ends with the weights of an uninterrupted run;
+  global batches consumed), dropout's seed states, the loss scale, the best evaluation so far and the
+  run's state (run_state.py: the collapse guard's readings, rollbacks, the best evaluation's results). The
+  input is a deterministic function of the seed and the position, so a run started again with the same
+  settings resumes from its last checkpoint and ends with the weights and history of an uninterrupted run;
 - evaluation every `eval_every_steps` and at the end, its history (output_dir/eval_history.jsonl, one JSON
-  object per evaluation, rewritten whole through a temporary name), TensorBoard summaries (train/, eval/)
-  and progress lines; with a task's `best_metric`, the best evaluation's weights kept apart from the
-  rolling checkpoints (checkpoints/best) and, with `ends_with_best`, restored at the end;
+  object per evaluation, rewritten whole through a temporary name; an evaluation of weights it holds
+  replaces their entry, `_record`), TensorBoard summaries (train/, eval/) and progress lines; with a task's
+  `best_metric`, the best evaluation that is not a collapse kept apart from the rolling checkpoints
+  (checkpoints/best) with its results and, with `ends_with_best`, restored at the end, its results the
+  run's;
 - a guard against collapse (collapse_guard.py, Task.collapsed): said in the progress line and the history;
   with `rollback_on_collapse`, back to the last healthy checkpoint at a lower learning rate (`roll_back`);
 - cluster roles: only the chief (training.distribution.is_chief) writes the run's outputs. Every task saves
@@ -41,9 +44,9 @@ import tensorflow as tf
 
 from albert_tf import file_io
 from albert_tf.training import distribution, memory, replicated_update
-from albert_tf.training.collapse_guard import CollapseGuard
 from albert_tf.training.loss_scale import MINIMUM_SCALE, DynamicLossScale
 from albert_tf.training.run_log import duration
+from albert_tf.training.run_state import RunState
 
 CHECKPOINTS = "checkpoints"
 MAX_ROLLBACKS = 3  # more collapses than this: the recipe, not bad luck; the run stops
@@ -121,6 +124,12 @@ class Task:
         """`statistics`' structure: a nest like it of tf.TensorSpec (float32)."""
         raise NotImplementedError
 
+    @property
+    def chance_loss(self):
+        """The training loss of a model that has learned nothing (a uniform guess; for a regression, the
+        mean score): the scale the collapse guard measures a rise of the loss on."""
+        raise NotImplementedError
+
     def train_input(self, strategy, start):
         """A distributed dataset of the training batches from global batch `start` on, endless."""
         raise NotImplementedError
@@ -187,8 +196,8 @@ class Engine:
             # Multiplies the schedule's rate: lowered by each rollback after a collapse.
             self.learning_rate_scale = tf.Variable(1.0, trainable=False, name="learning_rate_scale")
         task.schedule.scale = self.learning_rate_scale
-        self.guard, self.rollbacks = CollapseGuard(), 0
-        self._spike = None  # a loss spike since the last evaluation
+        # The collapse guard, rollbacks, a pending spike, the best results.
+        self.state = RunState(task.chance_loss)
         folder = file_io.join(s.output_dir, CHECKPOINTS)
         self.scratch = (
             None if self.chief else file_io.join(folder, f"worker_{distribution.task_id(strategy)}")
@@ -218,7 +227,7 @@ class Engine:
         state = {
             "model": self.model, "optimizer": self.optimizer, "batches": self.batches, "seeds": seeds,
             "best_value": self.best_value, "best_step": self.best_step, "train_batch_size": self.batch_size,
-            "learning_rate_scale": self.learning_rate_scale,
+            "learning_rate_scale": self.learning_rate_scale, "run_state": self.state,
         }  # fmt: skip
         if self.loss_scale is not None:
             state["loss_scale"] = self.loss_scale
@@ -250,8 +259,13 @@ class Engine:
         if step is None:
             return None
         path = held[step]
+        checkpoint = self.manager.checkpoint
+        older = not any(name.startswith("run_state/") for name, _ in tf.train.list_variables(path))
+        if older:  # written before runs saved their state: the guard starts afresh
+            parts = {name: part for name, part in self._checkpointed().items() if name != "run_state"}
+            checkpoint = tf.train.Checkpoint(**parts)
         try:
-            status = self.manager.checkpoint.restore(path)
+            status = checkpoint.restore(path)
             (status.expect_partial() if partial else status.assert_existing_objects_matched())
         except (ValueError, AssertionError) as error:  # a shape that differs; a variable it does not hold
             raise ValueError(
@@ -266,6 +280,9 @@ class Engine:
                 f"--train_batch_size={saved}, or start a new --output_dir from its weights "
                 "(--init_checkpoint)"
             )
+        if older and int(self.best_step.numpy()) >= 0 and self.chief:  # its best results: in the history
+            best = [entry for entry in self.history() if entry["global_step"] == int(self.best_step.numpy())]
+            self.state.best_results = next((e for e in reversed(best) if "collapse" not in e), None)
         newest = {max(steps) for steps in every_task.values() if steps}
         fallback = f" (the newest step every task holds; {_held(every_task)})" if len(newest) > 1 else ""
         self.log.line(f"resumed from {path} at step {self.step}{fallback}")
@@ -278,22 +295,11 @@ class Engine:
             return {"this task": steps}
         width = 2 * self.settings.keep_checkpoint_max + 2  # its own and the chief's, newest first
         row = [int(self.chief), distribution.task_id(self.strategy)] + (steps[::-1] + [-1] * width)[:width]
-        rows = self._gather(row).reshape(-1, width + 2)
+        rows = distribution.gather_rows(self.strategy, row).reshape(-1, width + 2)
         return {
             ("chief" if chief else f"worker {task}"): sorted(int(s) for s in held if s >= 0)
             for chief, task, *held in rows
         }
-
-    def _gather(self, row):
-        """Every task's `row` (a list of ints, the same length on each), concatenated in task order: a
-        collective op, so every task of a multi-worker run must call it, and it returns once all have."""
-        row = tf.constant(row, tf.int64)
-
-        @tf.function(autograph=False)
-        def gather():
-            return self.strategy.gather(self.strategy.run(lambda: tf.identity(row)), axis=0)
-
-        return gather().numpy()
 
     # The compiled steps ---------------------------------------------------------------------------------
 
@@ -438,24 +444,29 @@ class Engine:
         """Restores the newest checkpoint of a healthy step, keeps the input going on from where it is (the
         batches around the collapse are not seen again), lowers the learning rate and says so; returns the
         step restored. TrainingError when no checkpoint precedes the collapse, or after MAX_ROLLBACKS."""
-        s = self.settings
-        healthy = [path for path in self.manager.checkpoints if _step_of(path) <= self.guard.healthy_step]
-        if not healthy or self.rollbacks == MAX_ROLLBACKS:
+        s, state = self.settings, self.state
+        healthy = [path for path in self.manager.checkpoints if _step_of(path) <= state.guard.healthy_step]
+        if not healthy or state.rollbacks == MAX_ROLLBACKS:
             why = "no checkpoint precedes it" if not healthy else f"{MAX_ROLLBACKS} rollbacks did not help"
             raise TrainingError(
                 f"{reason} at step {step}, and {why}; stopping. Lower --learning_rate, raise "
                 "--num_warmup_steps, or check the data of the steps around it"
             )
         path, position = healthy[-1], int(self.batches.numpy())
+        # What the run has learned since that checkpoint stays: the best evaluation and the guard's readings.
         kept = [(variable, variable.numpy()) for variable in (self.best_value, self.best_step)]
+        kept_state = state.serialize()
         scale = float(self.learning_rate_scale.numpy()) * s.rollback_learning_rate_factor
         self.manager.checkpoint.restore(path).assert_existing_objects_matched()
         self.batches.assign(position)
         for variable, value in kept:
             variable.assign(value)
+        state.deserialize(kept_state)
         self.learning_rate_scale.assign(scale)
-        self.rollbacks += 1
-        self.guard.rolled_back(self.step)
+        state.rollbacks += 1
+        # The next evaluation's entry says it; the weights it evaluates are not those that collapsed.
+        state.spike, state.rolled_back = None, f"{reason} at step {step}: rolled back to step {self.step}"
+        state.guard.rolled_back(self.step)
         self.log.line(
             f"{reason} at step {step}: rolled back to {path} (step {self.step}); the learning rate is now "
             f"{scale:g}x the schedule's; the input goes on from global batch {position}"
@@ -465,19 +476,14 @@ class Engine:
     def _end(self, results):
         """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
         scratch folder of a task that is not the chief removed; returns the evaluation the run ends with."""
-        best_step = int(self.best_step.numpy())
-        if self.task.best_metric and self.task.ends_with_best and best_step >= 0:
+        if self.task.best_metric and self.task.ends_with_best and self.state.best_results is not None:
             self.best.checkpoint.restore(self.best.latest_checkpoint).assert_existing_objects_matched()
-            results = (
-                next((entry for entry in self.history() if entry["global_step"] == best_step), results)
-                if self.chief
-                else results
-            )
+            results = self.state.best_results
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             # The last save is collective, but each task writes its files alone: a task removing the folders
             # made for its scratch must wait until the chief's files are in them (on shared storage they are
             # the chief's folders too), or it removes a folder the chief is still saving into.
-            self._gather([0])
+            distribution.gather_rows(self.strategy, [0])
         if self.scratch:
             file_io.rmtree(self.scratch)
             file_io.remove_empty(self._scratch_folders)
@@ -494,8 +500,8 @@ class Engine:
         eta = (time.perf_counter() - started) / max(step - start_step, 1) * (s.train_steps - step)
         skipped = window["skipped"]
         overflow = f" | {int(skipped)} float16 overflow steps skipped" if skipped else ""
-        collapse = self.guard.loss(scalars["loss"], step)
-        self._spike = collapse or self._spike
+        collapse = self.state.guard.loss(scalars["loss"], step)
+        self.state.spike = collapse or self.state.spike
         self.log.line(
             f"step {step}/{s.train_steps} | {text} | lr {learning_rate:.3e} | {rate:.1f} examples/s | "
             f"ETA {duration(eta)} | {memory.peak_text()}{overflow}"
@@ -550,20 +556,25 @@ class Engine:
     # Evaluation -------------------------------------------------------------------------------------------
 
     def evaluate(self, keep_best=False, step_known=True):
-        """Evaluates, logs, writes eval scalars and appends to the evaluation history; returns the results
-        with their `global_step` (None when not step_known: weights that say no step), or None when the task
-        has nothing to evaluate.
+        """Evaluates, logs, writes eval scalars and records the results in the evaluation history; returns
+        them with their `global_step` (None when not step_known: weights that say no step), or None when the
+        task has nothing to evaluate.
 
-        keep_best: during training, a new best of the task's best_metric is saved apart (checkpoints/best).
+        keep_best: during training: a collapse is looked for, and a new best of the task's best_metric that
+        is not a collapse is saved apart (checkpoints/best) with its results (what the run ends with).
         """
         metrics = self.task.evaluate()
         if metrics is None:
             return None
-        step = self.step
+        step, state = self.step, self.state
         results = {**metrics, "global_step": step if step_known else None}
+        if state.rollbacks:
+            results["rollbacks"] = state.rollbacks  # weights of the run after that many rollbacks
+        if state.rolled_back:
+            results["rolled_back"], state.rolled_back = state.rolled_back, None
         collapse = self.task.collapsed(metrics, float(self.best_value.numpy())) if keep_best else None
-        collapse = collapse or self._spike  # a spike since the last evaluation is in its entry
-        self._spike = None
+        collapse = collapse or state.spike  # a spike since the last evaluation is in its entry
+        state.spike = None
         if collapse:
             results["collapse"] = collapse
         self.log.scalars("eval", metrics, step)
@@ -573,37 +584,59 @@ class Engine:
             + (f" | collapse: {collapse}" if collapse else "")
         )  # fmt: skip
         if self.chief:
-            # A resumed run evaluates again at steps it had evaluated before it was stopped: keep the newer
-            # (an evaluation of no known step replaces the one before it). What a collapse left is kept:
-            # after a rollback the run evaluates those steps again.
-            history = [
-                entry for entry in self.history()
-                if entry["global_step"] is not None and step_known
-                and (entry["global_step"] < step or "collapse" in entry)
-            ] + [results]  # fmt: skip
-            text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
-            file_io.write_atomically(self.history_path, text.encode())
+            self._record(results)
         metric = self.task.best_metric
-        if keep_best and metric and metrics[metric] > float(self.best_value.numpy()):
+        if keep_best and metric and not collapse and metrics[metric] > float(self.best_value.numpy()):
             self.best_value.assign(metrics[metric])
             self.best_step.assign(step)
             self.best.save(checkpoint_number=step)
+            state.best_results = results
         return results
 
+    def _record(self, results):
+        """Writes results into the evaluation history: in place of an entry of the same weights (the same
+        step after as many rollbacks: an evaluation a run stopped and resumed makes again, or one made again
+        alone), else after the others. Every other entry stays: those of steps the run has not reached again
+        after a resume, the collapses and what came before each rollback."""
+
+        def weights_of(entry):
+            return entry["global_step"], entry.get("rollbacks", 0)
+
+        history = self.history()
+        same = [index for index, entry in enumerate(history) if weights_of(entry) == weights_of(results)]
+        if same:
+            history[same[0]] = results
+            history = [entry for index, entry in enumerate(history) if index not in same[1:]]
+        else:
+            history.append(results)
+        text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
+        file_io.write_atomically(self.history_path, text.encode())
+
     def evaluate_each_checkpoint(self, folder, last_step, timeout):
-        """Evaluates each checkpoint that lands in `folder` (a run training beside this one) until the one of
-        `last_step`, or `timeout` seconds without a new one; returns the last results (None if none landed).
-        A checkpoint that lands while one is evaluated is evaluated next; one deleted before it is read
-        (keep_checkpoint_max) is passed over."""
-        results = None
-        for path in tf.train.checkpoints_iterator(folder, min_interval_secs=1, timeout=timeout):
+        """Evaluates each checkpoint that lands in `folder` (a run training beside this one), oldest first,
+        until the one of `last_step`, or `timeout` seconds without a new one; returns the last results (None
+        if none landed). Checkpoints that land while one is evaluated are each evaluated next, in step order;
+        one deleted before it is read (keep_checkpoint_max) is passed over."""
+        results, evaluated, waited_since = None, -1, time.monotonic()
+        while evaluated < last_step:
+            state = tf.train.get_checkpoint_state(folder)
+            landed = sorted(
+                (_step_of(path), path)
+                for path in (state.all_model_checkpoint_paths if state else [])
+                if _step_of(path) > evaluated
+            )
+            if not landed:
+                if time.monotonic() - waited_since > timeout:
+                    break
+                time.sleep(1)
+                continue
+            step, path = landed[0]
+            evaluated, waited_since = step, time.monotonic()
             try:
                 self.manager.checkpoint.restore(path).expect_partial()
             except (tf.errors.NotFoundError, tf.errors.DataLossError):
                 continue
             results = self.evaluate()
-            if self.step >= last_step:
-                break
         return results
 
     def history(self):

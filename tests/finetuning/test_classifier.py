@@ -1,6 +1,7 @@
 """run_classifier end to end on a small SST-2-format dataset built from the sample corpus."""
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 
+from albert_tf import model_files
 from albert_tf.models import AlbertClassifier, AlbertEncoder, AlbertPretrainer, model_dir
 from tests import commands
 from tests.helpers import fresh_command, imported_tensorflow, tiny_config
@@ -70,11 +72,72 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert model.num_classes == 2 and model.labels == ("0", "1")  # SST-2's label names, kept for serving
     predictions = (tmp_path / "out" / "test_results.tsv").read_text().splitlines()
     assert predictions[0] == "index\tprediction" and len(predictions) == 41
-    # The fine-tuned directory evaluates as it was kept: --model_dir may be a fine-tuned model.
+    # The fine-tuned directory evaluates as it was kept, at the step it was saved at (the best evaluation's):
+    # --model_dir may be a fine-tuned model.
+    history = (tmp_path / "out" / "eval_history.jsonl").read_text()
+    assert [json.loads(line)["global_step"] for line in history.splitlines()] == [30, 60, 90, 120]
     again = run(setup, tmp_path / "again", "--nodo_train", f"--model_dir={tmp_path / 'out'}")
     assert again.returncode == 0, again.stderr[-3000:]
     evaluated = json.loads((tmp_path / "again" / "eval_results.json").read_text())
-    assert evaluated == {"accuracy": results["accuracy"], "global_step": 0}
+    assert evaluated == results and f"eval at step {results['global_step']}: accuracy" in again.stderr
+    # Evaluated again in place, it reports the same and keeps the run's history: the entry of the step it
+    # evaluates is replaced by an equal one, the others are the run's.
+    in_place = run(setup, tmp_path / "out", "--nodo_train", f"--model_dir={tmp_path / 'out'}")
+    assert in_place.returncode == 0, in_place.stderr[-3000:]
+    assert json.loads((tmp_path / "out" / "eval_results.json").read_text()) == results
+    assert (tmp_path / "out" / "eval_history.jsonl").read_text() == history
+
+
+@pytest.mark.slow
+def test_a_collapse_in_fine_tuning_is_rolled_back_and_the_results_are_those_of_the_kept_model(
+    setup, tmp_path, capsys
+):
+    # 60 steps learn the task (the loss falls from ln 2 to about 0.1); then the run is continued to 120 and
+    # its classifier head wrecked (confidently wrong) as it resumes. The guard, restored from the checkpoint
+    # with the best loss it had read, flags the next progress line; the run rolls back to step 60's weights
+    # and trains on at a lower rate. What it reports is what its saved model scores.
+    from albert_tf.finetuning import classifier, task
+    from albert_tf.finetuning.settings import ClassifierSettings
+    from albert_tf.training.engine import Engine
+    from albert_tf.training.run_log import RunLog
+
+    settings = ClassifierSettings(
+        task_name="sst-2", data_dir=str(setup / "SST-2"), model_dir=str(setup / "model"),
+        output_dir=str(tmp_path / "out"), max_seq_length=16, train_batch_size=16, eval_batch_size=16,
+        learning_rate=0.0005, train_step=60, warmup_step=6, save_checkpoints_steps=10,
+        rollback_on_collapse=True,
+    )  # fmt: skip
+    classifier.run(settings)
+    continued = dataclasses.replace(settings, train_step=120)
+    run_ = classifier.ClassifierTask(continued)
+    log = RunLog("run_classifier", settings.output_dir, True)
+    engine = Engine(run_, task.engine_settings(continued), run_.strategy, log)
+    engine.restore()
+    for variable in run_.model.trainable_variables:
+        if variable.path.startswith("logits/"):
+            variable.assign(-30.0 * variable)
+    results = engine.train()
+    log = capsys.readouterr().err
+    assert re.search(r"step 70/120 \| loss [\d.]+ .*\| collapse: loss spike", log), log[-3000:]
+    assert "rolled back to" in log and "(step 60)" in log and "step 120/120" in log, log[-3000:]
+    history = [
+        json.loads(line) for line in (tmp_path / "out" / "eval_history.jsonl").read_text().splitlines()
+    ]
+    # Steps 10 to 60; step 70's, collapsed; then 70 to 120 again after the rollback.
+    assert [(entry["global_step"], entry.get("rollbacks", 0)) for entry in history] == [
+        *((step, 0) for step in range(10, 80, 10)),
+        *((step, 1) for step in range(70, 130, 10)),
+    ], history
+    assert history[6]["collapse"].startswith("loss spike") and history[7]["rolled_back"].endswith(
+        "at step 70: rolled back to step 60"
+    )
+    assert results in history and "collapse" not in results, results
+    run_.save(results["global_step"])
+    again = classifier.run(
+        dataclasses.replace(settings, model_dir=str(tmp_path / "out"), output_dir=str(tmp_path / "again"),
+                            do_train=False)
+    )  # fmt: skip
+    assert again == {name: results[name] for name in ("accuracy", "global_step")}
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +168,14 @@ def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(pairs):
     assert result.returncode == 0, result.stderr[-3000:]
     model = model_dir.load_task_model(str(tuned))
     assert model.preprocessing.text_pair is True and model.labels == ("same", "other")
+    # It ends saying where its model and results went, as run_pretraining does.
+    files = model_files.files(str(tuned))
+    assert {"albert_config.json", "spm.model", "task_model.keras"} <= set(files), files
+    assert result.stderr.splitlines()[-3:] == [
+        f"run_classifier: model directory: {tuned} ({', '.join(files)})",
+        f"run_classifier: evaluation: {tuned / 'eval_results.json'}, {tuned / 'eval_history.jsonl'}",
+        f"run_classifier: TensorBoard: tensorboard --logdir {tuned}",
+    ]
 
 
 @pytest.mark.slow
@@ -126,6 +197,11 @@ def test_a_fine_tuned_text_classifier_predicts_with_its_own_length_and_labels(pa
     expected = [model.labels[i] for i in np.argmax(probabilities, axis=-1)]
     lines = (folder / "predicted" / "test_results.tsv").read_text().splitlines()[1:]
     assert [line.split("\t")[1] for line in lines] == expected
+    # No model trained, no evaluation: it names the predictions alone.
+    assert result.stderr.splitlines()[-1] == (
+        f"run_classifier: predictions: {folder / 'predicted' / 'test_results.tsv'}"
+    )
+    assert "model directory:" not in result.stderr and "evaluation:" not in result.stderr
 
 
 def saved_classifier(setup, folder, labels=("no", "yes")):
@@ -221,18 +297,28 @@ GOOD_CSV = 'text,label\n"fine, and more",a\nodd,b\n'
         ("text,label\nfine,a\nodd,b,c\n", [], "train.csv:3: 3 fields, the header has 2 (text, label)"),
         ("text,label\nfine,a\nodd,\n", [], "train.csv:3: the label is empty"),
         ("text,label\n", [], "train.csv: no examples"),
+        ("text,category\nfine,a\n", [], "train.csv:1: the header (text, category) has no label column"),
         (GOOD_CSV, ["--train_batch_size=3"], "2 training examples, fewer than --train_batch_size=3"),
         (None, [], "--task_name=text needs --train_file (for --do_train), or --nodo_train"),
         (GOOD_CSV, ["--do_predict"], "needs --test_file (for --do_predict), or --nodo_predict"),
     ],
-    ids=["extra_field", "empty_label", "no_rows", "fewer_than_a_batch", "no_train_file", "no_test_file"],
+    ids=[
+        "extra_field",
+        "empty_label",
+        "no_rows",
+        "no_label_column",
+        "fewer_than_a_batch",
+        "no_train_file",
+        "no_test_file",
+    ],
 )
 def test_text_files_that_cannot_make_the_run_are_refused_before_tensorflow_starts(
     setup, tmp_path, train, flags, refused
 ):
-    """A CSV row with more fields than its header, an empty label, a file without rows, fewer training
-    examples than a batch (training would make no batch at all) and a step without its file: each named, in
-    the command's first second, with nothing written."""
+    """A CSV row with more fields than its header, an empty label, a file without rows, a header without the
+    label column (named with the header found), fewer training examples than a batch (training would make no
+    batch at all) and a step without its file: each named, in the command's first second, with nothing
+    written."""
     (tmp_path / "dev.csv").write_text(GOOD_CSV, encoding="utf-8")
     given = [f"--dev_file={tmp_path / 'dev.csv'}", "--train_batch_size=2", *flags]
     if train is not None:

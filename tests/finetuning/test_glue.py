@@ -106,6 +106,31 @@ def test_csv_and_jsonl_text_classification(tmp_path):
         glue.read_text_classification(str(tmp_path / "a.csv"), labels=("pos",))
 
 
+def test_a_header_without_the_columns_read_names_the_header_and_the_columns_read(tmp_path):
+    """A header naming its label `category` is refused once, at the header, with what it has and what is
+    read; a short row and a JSONL object without the label say what they hold."""
+    expected = "text, label and, for sentence pairs, text_b"
+    (tmp_path / "nolabel.csv").write_text("text,category\nGood,pos\nBad,neg\n", encoding="utf-8")
+    with pytest.raises(glue.DataError) as refused:
+        glue.read_text_classification(str(tmp_path / "nolabel.csv"))
+    assert str(refused.value) == (
+        f"{tmp_path / 'nolabel.csv'}:1: the header (text, category) has no label column; text "
+        f"classification reads the columns {expected}: rename the file's columns to these"
+    )
+    # A test file is read without labels: its header needs the text column only.
+    examples, _ = glue.read_text_classification(str(tmp_path / "nolabel.csv"), label=None)
+    assert [example.text_a for example in examples] == ["Good", "Bad"]
+    (tmp_path / "short.csv").write_text("text,label\nGood,pos\nBad\n", encoding="utf-8")
+    with pytest.raises(glue.DataError, match=r"short\.csv:3: 1 field, the header has 2 \(text, label\)$"):
+        glue.read_text_classification(str(tmp_path / "short.csv"))
+    (tmp_path / "c.jsonl").write_text('{"text": "x", "category": "pos"}\n', encoding="utf-8")
+    with pytest.raises(glue.DataError) as refused:
+        glue.read_text_classification(str(tmp_path / "c.jsonl"))
+    assert str(refused.value).endswith(
+        ":1: missing label (keys found: text, category); text classification reads the keys " + expected
+    )
+
+
 def test_text_classification_reads_pairs_when_every_row_has_text_b(tmp_path):
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("text,text_b,label\nA cat.,A dog.,same\nRain.,Sun.,other\n")

@@ -15,6 +15,7 @@ import os
 import pathlib
 import random
 import re
+import shutil
 
 import keras
 import numpy as np
@@ -41,11 +42,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Metrics near 0 (a correlation of -0.08 on this tiny task) get an absolute bound too: 2.2e-6 was seen.
 WEIGHTS_ATOL, RESULTS_RTOL, RESULTS_ATOL = 2e-6, 1e-5, 1e-5
 WORDS = ("dreadful", "splendid")
-# Biases that shift every logit of one softmax alike (attention keys; the span start and end logits) have a
-# gradient of exactly zero: they receive rounding (test_shift_invariant_biases_get_only_rounding), which
-# Adam (epsilon 1e-6) turns into steps of up to about lr / 1000 either way. No output they feed depends on
-# them, so they are not compared.
-SHIFT_INVARIANT = ("attention_0/key/bias", "span_logits/bias")
+# Biases that shift every logit of one softmax alike (attention keys; the span start and end logits; the
+# choice logits, one bias added to each choice's logit before the softmax over choices) have a gradient of
+# exactly zero: they receive rounding (test_shift_invariant_biases_get_only_rounding), which Adam (epsilon
+# 1e-6) turns into steps of up to about lr / 1000 either way. No output they feed depends on them, so they
+# are not compared.
+SHIFT_INVARIANT = ("attention_0/key/bias", "span_logits/bias", "choice_logits/bias")
 
 
 def sentences(count, shortest=4, longest=30):
@@ -155,6 +157,7 @@ def assert_same_run(one, two, outputs, logs):
     their progress lines, agree."""
     losses = [logged_losses(log) for log in logs]
     assert len(losses[0]) == 2 and losses[0] == pytest.approx(losses[1], abs=1.5e-4)  # a last digit apart
+    assert not any("collapse" in log for log in logs)  # the guard stays quiet on runs that learn
     first, second = weights(one), weights(two)
     assert first.keys() == second.keys()
     for name in [name for name in first if not name.endswith(SHIFT_INVARIANT)]:
@@ -274,6 +277,27 @@ def test_classifier_on_a_chief_and_a_worker_matches_one_process(one_classifier_p
     assert_same_run(pathlib.Path(one.output_dir), tmp_path / "two", [], [one_log, outputs[0]])
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("one_classifier_process")
+def test_a_task_that_refuses_stops_every_task_of_the_cluster_at_once(one_classifier_process, tmp_path):
+    # The chief's --output_dir holds a run fine-tuned at another length, which it refuses to resume; worker 0,
+    # told a folder of its own, finds nothing wrong. Without the chief it would wait on its first collective
+    # until that timed out: it stops too, naming the chief and its reason.
+    one, _ = one_classifier_process
+    held = tmp_path / "chief"
+    shutil.copytree(one.output_dir, held)
+    args = [flags_of(one, output_dir=tmp_path / name, strategy="multi_worker_mirrored", max_seq_length=12)
+            for name in ("chief", "worker")]  # fmt: skip
+    outputs = run_on_two_workers("albert_tf.run_classifier", args, chief=True, returncode=1, timeout=180)
+    reason = f"--output_dir={held} holds a run fine-tuned with max_seq_length=16"
+    assert f"run_classifier: error: {reason}" in outputs[0], outputs[0][-2000:]
+    assert (
+        f"run_classifier: error: the chief of this run refused, so this task stops too: {reason}"
+        in (outputs[1])
+    ), outputs[1][-2000:]
+    assert not (tmp_path / "worker").exists()
+
+
 # Task → (settings, in-process run, entry point, prediction files compared besides eval_results.json).
 SPAN_AND_CHOICE_TASKS = {
     "squad": (squad_settings, span.run, "albert_tf.run_squad", ["predictions.json"]),
@@ -328,13 +352,14 @@ def checkpoint_values(folder):
 def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results_under_its_own_settings_only(
     task, data, tmp_path
 ):
-    # With dropout: its masks come from seed states that the checkpoints hold. Killed once a checkpoint of
-    # step 8 or later is written (a second save: the resume is not from the first), with 32 steps and 8
-    # evaluations left.
+    # With dropout: its masks come from seed states that the checkpoints hold; with the collapse guard on,
+    # whose readings they hold too. Killed once a checkpoint of step 8 or later is written (a second save:
+    # the resume is not from the first), with 32 steps and 8 evaluations left.
     make_settings, run_in_process, module, outputs = RESUMED_TASKS[task]
     whole = dataclasses.replace(
-        make_settings(data, tmp_path / "whole"), train_step=40, save_checkpoints_steps=4, dropout_rate=0.1
-    )
+        make_settings(data, tmp_path / "whole"), train_step=40, save_checkpoints_steps=4, dropout_rate=0.1,
+        rollback_on_collapse=True,
+    )  # fmt: skip
     run_in_process(whole)  # the uninterrupted run
     interrupted = flags_of(whole, output_dir=tmp_path / "killed")
     killed = tmp_path / "killed"

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -830,26 +831,51 @@ def test_the_loaders_of_this_tensorflow_and_of_2_12_give_the_c_apis_answers(
     matrix product (test_served_feed_forward_layers_are_one_fused_matmul_bias_and_gelu_each) and runs it op
     by op, each op rounding to bfloat16, so a bfloat16 export's numbers there differ by bfloat16 rounding
     (5e-6 on logits of 6e-4); they must stay within what bfloat16 itself changes (the largest |delta| of the
-    float32 twin's same output), and every label, id and answer text equal."""
+    float32 twin's same output), and every label, id and answer text equal.
+
+    And one behaviour of TensorFlow 2.12 that depends on the CPU (docs/serving.md, "bfloat16 exports"): with
+    oneDNN on (TF_ENABLE_ONEDNN_OPTS=1, as here) it computes bfloat16 through oneDNN only with AVX-512, and
+    on a CPU without it the load of a bfloat16 export aborts the process. There the bfloat16 exports are
+    compared with oneDNN off, 2.12's default on such CPUs."""
     _, _, paths, servables = exports
     python = (
         sys.executable if tensorflow_version == "installed" else request.getfixturevalue("older_tensorflow")
     )
     requests = {name: every_signature_request(name, servable) for name, servable in servables.items()}
-    spec = {
-        name: (
-            str(paths[name]),
-            {s: {k: as_json(v) for k, v in inputs.items()} for s, inputs in by_sig.items()},
-        )
-        for name, by_sig in requests.items()
-    }
-    (tmp_path / "requests.json").write_text(json.dumps(spec))
-    result = subprocess.run(
-        [python, "-c", LOADERS, str(tmp_path / "requests.json"), str(tmp_path / "out.npz")],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = np.load(tmp_path / "out.npz", allow_pickle=True)
+
+    def load(names, onednn):
+        """The process that runs LOADERS on the exports named, with TF_ENABLE_ONEDNN_OPTS=onednn, and what it
+        wrote."""
+        spec = {
+            name: (
+                str(paths[name]),
+                {s: {k: as_json(v) for k, v in inputs.items()} for s, inputs in requests[name].items()},
+            )
+            for name in names
+        }
+        out = tmp_path / f"out-{onednn}.npz"
+        (tmp_path / "requests.json").write_text(json.dumps(spec))
+        result = subprocess.run(
+            [python, "-c", LOADERS, str(tmp_path / "requests.json"), str(out)],
+            capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": ROOT, "TF_ENABLE_ONEDNN_OPTS": onednn},
+        )  # fmt: skip
+        return result, (dict(np.load(out, allow_pickle=True)) if result.returncode == 0 else None)
+
+    bfloat16 = [name for name in servables if name.endswith("_bfloat16")]
+    if tensorflow_version == "2.12" and "avx512f" not in cpu_flags():
+        aborted, _ = load(["classifier_bfloat16"], onednn="1")
+        assert aborted.returncode == -signal.SIGABRT, (aborted.returncode, aborted.stderr[-3000:])
+        assert "oneDNN BFloat16 support are only on platforms with AVX512" in aborted.stderr
+        assert "terminate called after throwing an instance of 'dnnl::error'" in aborted.stderr
+        runs = [([name for name in servables if name not in bfloat16], "1"), (bfloat16, "0")]
+    else:
+        runs = [(list(servables), "1")]
+    loaded = {}
+    for names, onednn in runs:
+        result, outputs = load(names, onednn)
+        assert result.returncode == 0, result.stderr[-3000:]
+        loaded.update(outputs)
     expected_version = tf.__version__ if tensorflow_version == "installed" else "2.12.1"
     assert str(loaded["version"]) == expected_version
     compared = 0
@@ -919,12 +945,17 @@ with Servable(sys.argv[1]) as servable:
 """
 
 
+def cpu_flags():
+    """The flags /proc/cpuinfo gives this CPU."""
+    with open("/proc/cpuinfo", encoding="utf-8") as file:
+        return next(line for line in file if line.startswith("flags")).split()
+
+
 def onednn_computes_bfloat16():
     """Whether TensorFlow runs bfloat16 products through oneDNN on this CPU: only with AVX512F or
     AVX_NE_CONVERT (IsBF16SupportedByOneDNNOnThisCPU in tensorflow/core/util/util.cc). Elsewhere a bfloat16
     MatMul is Eigen's, widened to float32, and Grappler has no fused kernel to give it."""
-    with open("/proc/cpuinfo", encoding="utf-8") as file:
-        flags = next(line for line in file if line.startswith("flags")).split()
+    flags = cpu_flags()
     return "avx512f" in flags or "avx_ne_convert" in flags
 
 
@@ -1067,6 +1098,32 @@ def test_command_line_exports_a_model_directory(exports, tmp_path, precision):
         np.testing.assert_allclose(got["logits"], expected, atol=2e-4)
         single = models["classifier"](served_ids(texts, texts[::-1]))
         assert not np.allclose(got["logits"], single, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_an_export_to_a_folder_not_named_by_a_version_number_warns_how_to_serve_it(tmp_path):
+    """TF Serving serves only the numbered folders of its model base path. Another folder is written (the
+    SavedModel loads elsewhere) and the command says so, with the folder that would be served."""
+    keras.utils.set_random_seed(7)
+    pretrainer = AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000)))
+    model_dir.save_model_dir(pretrainer, tmp_path / "model", SPM)
+    said = {}
+    for name in ("albert", "12"):
+        export_dir = tmp_path / "models" / name
+        result = commands.run(
+            "albert_tf.export_saved_model",
+            [f"--model_dir={tmp_path / 'model'}", "--task=encoder", f"--export_dir={export_dir}",
+             "--max_seq_length=8"],
+        )  # fmt: skip
+        assert result.returncode == 0 and (export_dir / "saved_model.pb").is_file(), result.stderr[-3000:]
+        said[name] = result.stderr.splitlines()[-1]
+    unversioned = tmp_path / "models" / "albert"
+    assert said["albert"] == (
+        f"export_saved_model: warning: TF Serving will not load {unversioned}: it serves the folders named "
+        "by a version number (1, 2, ...) under its --model_base_path; to serve it, export to "
+        f"{unversioned}/1 and start the server with --model_base_path={unversioned}"
+    )
+    assert said["12"] == f"export_saved_model: wrote {tmp_path / 'models' / '12'}"
 
 
 def test_an_export_of_another_task_or_tokenizer_is_refused_naming_both(exports, tmp_path):
