@@ -13,7 +13,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import tf_startup
+from albert_tf import file_io, tf_startup
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("source", None, ["tf1", "hf"], "Format of --input when converting into a model directory.")
@@ -45,7 +45,7 @@ def main(argv):
         else:
             conversion = convert.from_hf(FLAGS.input)
         convert.write_model_dir(conversion, FLAGS.output_dir)
-    except (convert.ConversionError, FileNotFoundError, ValueError) as error:
+    except (convert.ConversionError, FileNotFoundError, ValueError, file_io.DiskFullError) as error:
         print(f"convert_checkpoint: error: {error}", file=sys.stderr)
         return 1
     for note in conversion.notes:

@@ -128,7 +128,7 @@ def main(argv):
             do_lower_case=model_files.do_lower_case(FLAGS.model_dir) if pretrained else None,
             **sizing,
         )
-    except (ValueError, FileNotFoundError, ServingError) as error:
+    except (ValueError, FileNotFoundError, ServingError, file_io.DiskFullError) as error:
         print(f"export_saved_model: error: {error}", file=sys.stderr)
         return 1
     print(f"export_saved_model: wrote {path}", file=sys.stderr)

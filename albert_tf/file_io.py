@@ -14,12 +14,42 @@ write locally without importing it; TensorFlow is imported for the first remote 
 """
 
 import contextlib
+import errno
 import glob as local_glob
 import io
 import os
 import shutil
 import tempfile
 import uuid
+
+
+class DiskFullError(OSError):
+    """A file or folder could not be written: its disk is full (or the quota spent). The message names it;
+    what was there before is unchanged, as writers publish through temporary names."""
+
+
+def is_disk_full(error):
+    """Whether an error of a writer (the os module's, TensorFlow's, h5py's, Keras') says the disk is full."""
+    if (
+        isinstance(error, DiskFullError)
+        or isinstance(error, OSError)
+        and error.errno in (errno.ENOSPC, errno.EDQUOT)
+    ):
+        return True
+    return any(text in str(error) for text in ("No space left on device", "Disk quota exceeded"))
+
+
+@contextlib.contextmanager
+def disk_full_named(path):
+    """Runs the block that writes path; a full disk becomes DiskFullError naming path."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as error:
+        if is_disk_full(error):
+            raise DiskFullError(f"no space left on the disk of {path}: it could not be written") from None
+        raise
 
 
 def is_remote(path):
@@ -250,8 +280,9 @@ def replace_with(path, write):
     path = os.fspath(path) if is_remote(path) else os.path.abspath(path)
     temporary = _temporary_name(path)
     try:
-        write(temporary)
-        _rename(temporary, path)
+        with disk_full_named(path):
+            write(temporary)
+            _rename(temporary, path)
     except BaseException:
         remove(temporary)
         raise
@@ -290,12 +321,13 @@ def publish_directory(path, write, last=()):
     temporary = join(parent, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:12]}")
     makedirs(temporary)
     try:
-        write(temporary)
-        if is_remote(path):
-            _move_files(temporary, path, last)
-        else:
-            os.chmod(temporary, 0o777 & ~_umask())
-            os.rename(temporary, path)
+        with disk_full_named(path):
+            write(temporary)
+            if is_remote(path):
+                _move_files(temporary, path, last)
+            else:
+                os.chmod(temporary, 0o777 & ~_umask())
+                os.rename(temporary, path)
     finally:
         rmtree(temporary)
     return path

@@ -46,11 +46,12 @@ def main(argv):
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
     tf_startup.import_tensorflow_quietly()  # before anything imports TensorFlow
+    from albert_tf import file_io
     from albert_tf.pretraining.run import TrainingError, run
 
     try:
         run(settings)
-    except (ValueError, FileNotFoundError, TrainingError) as error:
+    except (ValueError, FileNotFoundError, TrainingError, file_io.DiskFullError) as error:
         print(f"run_pretraining: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -99,6 +99,8 @@ def main(settings_class, command, run, convert=None):
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}
     for name, function in (convert or {}).items():
         values[name] = function(values[name])
+    # DataError and TokenizerError are ValueErrors; the training engine's errors join once TensorFlow is in.
+    refusals = (ValueError, FileNotFoundError, file_io.DiskFullError)
     try:
         try:
             if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
@@ -114,8 +116,11 @@ def main(settings_class, command, run, convert=None):
                 distribution.tell_the_cluster(values["strategy"], values["tpu"], error)
             raise
         tf_startup.import_tensorflow_quietly()
+        from albert_tf.training.engine import TrainingError
+
+        refusals += (TrainingError,)
         run(settings, data)
-    except (ValueError, FileNotFoundError) as error:  # DataError and TokenizerError are ValueErrors
+    except refusals as error:
         print(f"{command}: error: {error}", file=sys.stderr)
         return 1
     return 0

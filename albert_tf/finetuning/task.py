@@ -28,7 +28,7 @@ from albert_tf.finetuning import task_data
 from albert_tf.finetuning.settings import FineTuningSettings
 from albert_tf.models import model_dir
 from albert_tf.training import distribution
-from albert_tf.training.engine import Engine, EngineSettings, Task, check_batch
+from albert_tf.training.engine import Engine, EngineSettings, Task, TrainingError, check_batch
 from albert_tf.training.optimizers import AdamWeightDecay
 from albert_tf.training.run_log import RunLog
 from albert_tf.training.schedules import WarmupPolynomialDecay
@@ -168,6 +168,14 @@ def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | Non
     task = task_class(settings, data)
     log = RunLog(task.name, settings.output_dir, task.chief)
     engine = Engine(task, engine_settings(settings), task.strategy, log)
+    try:
+        return _run(settings, task, engine, log)
+    except file_io.DiskFullError as error:  # what is kept, and how to go on
+        raise TrainingError(f"{error}. {engine.resume_advice()}") from None
+
+
+def _run(settings, task, engine, log):
+    """run, once its task and engine are built."""
     best, step_known = None, True
     if settings.do_train:
         engine.restore()

@@ -196,11 +196,14 @@ def run(settings: PretrainingSettings):
     if settings.continuous_eval or distribution.is_evaluator():
         return evaluate_continuously(settings)
     run_ = build(settings)
-    results = run_.train() if settings.do_train else None
-    if results is None and run_.task.evaluator:  # evaluation alone, or a run already at its last step
-        results = run_.evaluate()
-    if run_.chief:
-        _write_outputs(run_, results)
+    try:
+        results = run_.train() if settings.do_train else None
+        if results is None and run_.task.evaluator:  # evaluation alone, or a run already at its last step
+            results = run_.evaluate()
+        if run_.chief:
+            _write_outputs(run_, results)
+    except file_io.DiskFullError as error:  # what is kept, and how to go on
+        raise TrainingError(f"{error}. {run_.engine.resume_advice()}") from None
     return results
 
 

@@ -246,6 +246,7 @@ class Engine:
 
         partial: only what evaluation needs may be there (an evaluation alone, of a run's checkpoint).
         """
+        self._remove_partial_checkpoints()
         held = {}
         folders = [self.manager.directory]
         if self.scratch:
@@ -391,10 +392,13 @@ class Engine:
         """Trains to train_steps from the restored step; evaluates every eval_every_steps and at the end.
 
         Returns the evaluation the run ends with (the best one with a task's best_metric, else the last;
-        None when the task evaluates nothing).
+        None when the task evaluates nothing). TrainingError when a file of the run cannot be written for a
+        full disk, saying which checkpoint is kept.
         """
         try:
             return self._train()
+        except file_io.DiskFullError as error:
+            raise TrainingError(f"{error}. {self.resume_advice()}") from None
         finally:
             # The training input (its threads and prefetched batches) goes when training ends, not when the
             # garbage collector finds this engine (its tf.functions keep it in a reference cycle). Deleting a
@@ -437,7 +441,7 @@ class Engine:
                 window = self._new_window()
                 continue
             if step % s.save_checkpoints_steps == 0 or step == s.train_steps:
-                self.manager.save(checkpoint_number=step)
+                self._save(self.manager, step)
         return self._end(results)
 
     def roll_back(self, reason, step):
@@ -472,6 +476,41 @@ class Engine:
             f"{scale:g}x the schedule's; the input goes on from global batch {position}"
         )
         return self.step
+
+    def _save(self, manager, step):
+        """Saves manager's checkpoint of step; returns its path. On a full disk, its partial folder (which
+        TensorFlow leaves, `ckpt-N_temp`) is removed and DiskFullError names the checkpoint."""
+        prefix = file_io.join(manager.directory, f"ckpt-{step}")
+        try:
+            with file_io.disk_full_named(prefix):
+                return manager.save(checkpoint_number=step)
+        except file_io.DiskFullError:
+            file_io.rmtree(f"{prefix}_temp")
+            raise
+
+    def _remove_partial_checkpoints(self):
+        """Removes the partial checkpoint folders a run stopped while saving left (`ckpt-N_temp`: a full
+        disk, a kill), which nothing reads and which can be as large as a checkpoint."""
+        folders = [self.manager.directory, self.best.directory]
+        for partial in sorted(
+            path for folder in folders for path in file_io.glob(file_io.join(folder, "*_temp"))
+        ):
+            file_io.rmtree(partial)
+            self.log.line(f"removed {partial}, a checkpoint a stopped run left half-written")
+
+    def resume_advice(self):
+        """What a run stopped by a full disk keeps, and how to go on."""
+        latest = self.manager.latest_checkpoint
+        if not latest:
+            return "No checkpoint was written yet: free space, then run the same command again"
+        megabytes, step = (
+            sum(file_io.size(path) for path in file_io.glob(f"{latest}.*")) / 1e6,
+            _step_of(latest),
+        )
+        return (
+            f"Step {step} is kept in {latest} (a checkpoint takes {megabytes:,.1f} MB there): free space, "
+            f"then run the same command again; it goes on from step {step}"
+        )
 
     def _end(self, results):
         """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
@@ -530,7 +569,7 @@ class Engine:
         step, batch = self.step, int(self.batches.numpy())
         latest = self.manager.latest_checkpoint
         if not latest or not latest.endswith(f"-{step}"):
-            latest = self.manager.save(checkpoint_number=step)
+            latest = self._save(self.manager, step)
         where = self.task.failed_read(batch) or error.message.strip()
         return TrainingError(
             f"the training records fail to read at step {step + 1}: {where}. "
@@ -577,19 +616,19 @@ class Engine:
         state.spike = None
         if collapse:
             results["collapse"] = collapse
+        if self.chief:
+            self._record(results)
         self.log.scalars("eval", metrics, step)
         where = f"at step {step}" if step_known else "(the weights say no step)"
         self.log.line(
             f"eval {where}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
             + (f" | collapse: {collapse}" if collapse else "")
         )  # fmt: skip
-        if self.chief:
-            self._record(results)
         metric = self.task.best_metric
         if keep_best and metric and not collapse and metrics[metric] > float(self.best_value.numpy()):
             self.best_value.assign(metrics[metric])
             self.best_step.assign(step)
-            self.best.save(checkpoint_number=step)
+            self._save(self.best, step)
             state.best_results = results
         return results
 
@@ -610,6 +649,7 @@ class Engine:
         else:
             history.append(results)
         text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
+        file_io.makedirs(self.settings.output_dir)
         file_io.write_atomically(self.history_path, text.encode())
 
     def evaluate_each_checkpoint(self, folder, last_step, timeout):

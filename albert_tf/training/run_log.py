@@ -29,12 +29,14 @@ class RunLog:
     def scalars(self, kind, values, step):
         if not self.enabled:
             return
-        if kind not in self._writers:
-            self._writers[kind] = tf.summary.create_file_writer(file_io.join(self.output_dir, kind))
-        with self._writers[kind].as_default(step=step):
-            for name, value in values.items():
-                tf.summary.scalar(name, value)
-        self._writers[kind].flush()
+        folder = file_io.join(self.output_dir, kind)
+        with file_io.disk_full_named(folder):
+            if kind not in self._writers:
+                self._writers[kind] = tf.summary.create_file_writer(folder)
+            with self._writers[kind].as_default(step=step):
+                for name, value in values.items():
+                    tf.summary.scalar(name, value)
+            self._writers[kind].flush()
 
     def summary_folders(self):
         """The TensorBoard folders written so far."""
