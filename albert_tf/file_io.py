@@ -77,6 +77,18 @@ def size(path):
     return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
 
 
+def modified(path):
+    """When path was last written (nanoseconds); FileNotFoundError when it is not there."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        try:
+            return _gfile().stat(path).mtime_nsec
+        except tf.errors.NotFoundError:
+            raise FileNotFoundError(path) from None
+    return os.stat(path).st_mtime_ns
+
+
 def isdir(path):
     return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 

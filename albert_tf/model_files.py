@@ -131,15 +131,16 @@ def spm_model_file(directory):
     return path if file_io.exists(path) else None
 
 
-def _json_value(directory, name, key, default, valid, expected):
-    """The `key` of the JSON object in directory/name, or default when the file is missing; ValueError
-    naming the file and what was `expected` when valid(value) is false."""
+def _json_value(directory, name, key, default, valid, expected, optional=False):
+    """The `key` of the JSON object in directory/name, or default when the file is missing (or, optional,
+    the key); ValueError naming the file and what was `expected` when valid(value) is false."""
     path = file_io.join(directory, name)
     if not file_io.exists(path):
         return default
     try:
-        value = json.loads(file_io.read_text(path))[key]
-    except (ValueError, KeyError, TypeError):
+        saved = json.loads(file_io.read_text(path))
+        value = saved.get(key, default) if optional else saved[key]
+    except (ValueError, KeyError, TypeError, AttributeError):
         value = None
     if not valid(value):
         raise ValueError(f"{path}: expected {expected}")
@@ -169,11 +170,20 @@ def global_step(directory):
     )  # fmt: skip
 
 
-def write_global_step(directory, step):
+def write_global_step(directory, step, rollbacks=0):
     """Writes global_step.json, or removes it when step is None (unknown: a step written there before
-    would be wrong now)."""
+    would be wrong now). rollbacks: those the run made before the weights (after a collapse), when any."""
     path = file_io.join(directory, STEP_FILE)
     if step is None:
         file_io.remove(path)
     else:
-        file_io.write_atomically(path, (json.dumps({"global_step": int(step)}) + "\n").encode())
+        saved = {"global_step": int(step), **({"rollbacks": int(rollbacks)} if rollbacks else {})}
+        file_io.write_atomically(path, (json.dumps(saved) + "\n").encode())
+
+
+def rollbacks(directory):
+    """The rollbacks the run made before the directory's weights (global_step.json; 0 when it says none)."""
+    return _json_value(
+        directory, STEP_FILE, "rollbacks", 0, lambda value: isinstance(value, int) and value >= 0,
+        '{"global_step": N, "rollbacks": R} with R a whole number ≥ 0', optional=True,
+    )  # fmt: skip

@@ -91,7 +91,7 @@ class SquadTask(task.FineTuningTask):
             null_score_threshold=s.null_score_threshold,
         )  # fmt: skip
 
-    def _save(self, directory, step):
+    def _save(self, directory, step, rollbacks):
         """The model directory; the model keeps this run's windows and decoding, so its `predict` on raw text
         and its export answer as this run does."""
         s = self.settings
@@ -100,7 +100,7 @@ class SquadTask(task.FineTuningTask):
             n_best_size=s.n_best_size, max_answer_length=s.max_answer_length,
             null_score_threshold=s.null_score_threshold,
         ).decoding()  # fmt: skip
-        super()._save(directory, step)
+        super()._save(directory, step, rollbacks)
 
     def _evaluate(self):
         examples, _ = self.splits["dev"]

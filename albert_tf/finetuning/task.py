@@ -140,10 +140,11 @@ class FineTuningTask(Task):
         """Writes the test split's predictions to output_dir."""
         raise NotImplementedError
 
-    def save(self, step):
-        """The model directory in output_dir (chief only); step: the one its weights are of."""
+    def save(self, step, rollbacks=0):
+        """The model directory in output_dir (chief only); step: the one its weights are of, after that many
+        rollbacks."""
         if self.chief:
-            self._save(self.settings.output_dir, step)
+            self._save(self.settings.output_dir, step, rollbacks)
 
     def write(self, name, text):
         """Writes a text file of output_dir (chief only), whole or not at all."""
@@ -153,10 +154,10 @@ class FineTuningTask(Task):
             file_io.write_atomically(path, text.encode("utf-8"))
             self.written.append(path)
 
-    def _save(self, directory, step):
+    def _save(self, directory, step, rollbacks):
         """Writes the model directory: the pretrained files copied from model_dir, and this task model."""
         model_dir.copy_config_and_spm(self.settings.model_dir, directory)
-        model_dir.save_task_model(self.model, directory, step)
+        model_dir.save_task_model(self.model, directory, step, rollbacks)
 
 
 def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | None = None):
@@ -171,25 +172,31 @@ def run(settings: FineTuningSettings, task_class, data: task_data.TaskData | Non
     try:
         return _run(settings, task, engine, log)
     except file_io.DiskFullError as error:  # what is kept, and how to go on
-        raise TrainingError(f"{error}. {engine.resume_advice()}") from None
+        raise TrainingError(f"{error}. {engine.resume_advice(settings.do_train)}") from None
 
 
 def _run(settings, task, engine, log):
     """run, once its task and engine are built."""
     best, step_known = None, True
     if settings.do_train:
-        engine.restore()
-        if task.chief:  # what the checkpoints it writes are of (task_data read the one there)
-            model_dir.write_run_model_config(task.model, settings.output_dir)
+        with distribution.checked_together(task.strategy):  # a refusal stops every task of a cluster
+            engine.restore()
+            if task.chief:  # what the checkpoints it writes are of (task_data read the one there)
+                model_dir.write_run_model_config(task.model, settings.output_dir)
         best = engine.train()
-        task.save(best["global_step"] if best else engine.step)  # the best evaluation's weights, or the last
-    else:  # the fine-tuned model of model_dir: its results are reported at the step it was saved at
+        # The weights it ends with: the best evaluation's, or the last step's.
+        weights = best or {"global_step": engine.step, "rollbacks": engine.state.rollbacks}
+        task.save(weights["global_step"], weights.get("rollbacks", 0))
+    else:  # the fine-tuned model of model_dir: its results are reported as the weights it was saved with
         step = model_files.global_step(settings.model_dir)
         step_known = step is not None
         task.optimizer.iterations.assign(step or 0)
+        engine.state.rollbacks = model_files.rollbacks(settings.model_dir)
     results = None
     if settings.do_eval:
-        results = best or engine.evaluate(step_known=step_known)  # None without a dev split
+        # After training, the run's evaluation (None without a dev split): every task of a cluster decides
+        # alike, as evaluating is a collective.
+        results = best if settings.do_train else engine.evaluate(step_known=step_known)
     if results is not None:
         task.write("eval_results.json", json.dumps(results, indent=2, sort_keys=True) + "\n")
     if settings.do_predict:

@@ -57,8 +57,10 @@ def save_model_dir(
     pretrainer.encoder.config.to_json_file(file_io.join(directory, model_files.CONFIG_FILE))
     _copy_spm(spm_model, directory)
     model_files.write_do_lower_case(directory, do_lower_case)
-    model_files.write_global_step(directory, step)
+    # The step after the weights it is of (removed first): a write that fails between leaves no wrong step.
+    model_files.write_global_step(directory, None)
     file_io.replace_with(file_io.join(directory, model_files.WEIGHTS_FILE), pretrainer.save_weights)
+    model_files.write_global_step(directory, step)
 
 
 def copy_config_and_spm(source, directory):
@@ -70,12 +72,13 @@ def copy_config_and_spm(source, directory):
     model_files.write_do_lower_case(directory, model_files.do_lower_case(source))
 
 
-def save_task_model(model, directory, step=None):
+def save_task_model(model, directory, step=None, rollbacks=0):
     """Adds a fine-tuned task model (e.g. an `AlbertClassifier`) to a model directory, with the fine-tuning
-    step its weights are of (global_step.json; None: unknown, no file)."""
+    step its weights are of and the rollbacks before them (global_step.json; step None: unknown, no file)."""
     file_io.makedirs(directory)
-    model_files.write_global_step(directory, step)
+    model_files.write_global_step(directory, None)  # the step after the model it is of, as save_model_dir
     file_io.replace_with(file_io.join(directory, model_files.TASK_MODEL_FILE), model.save)
+    model_files.write_global_step(directory, step, rollbacks)
 
 
 def write_run_model_config(model, directory):

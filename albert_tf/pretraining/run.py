@@ -203,7 +203,7 @@ def run(settings: PretrainingSettings):
         if run_.chief:
             _write_outputs(run_, results)
     except file_io.DiskFullError as error:  # what is kept, and how to go on
-        raise TrainingError(f"{error}. {run_.engine.resume_advice()}") from None
+        raise TrainingError(f"{error}. {run_.engine.resume_advice(settings.do_train)}") from None
     return results
 
 

@@ -43,11 +43,15 @@ class CollapseGuard:
             self.healthy_step = step
         rise = self.smoothed - self.best
         if self.smoothed > SPIKE_FACTOR * self.best and rise > RISE_OF_CHANCE * self.chance_loss:
-            return (
-                f"loss spike: the smoothed loss {self.smoothed:.4f} is {self.smoothed / self.best:.1f}x its "
-                f"best {self.best:.4f}, {rise / self.chance_loss:.0%} of the chance loss "
-                f"({self.chance_loss:.4f}) above it"
+            # A loss of exactly 0 (a regression fitted perfectly) or a chance loss of 0 (constant scores).
+            times = f"{self.smoothed / self.best:.1f}x" if self.best else "above"
+            against = (
+                f"{rise / self.chance_loss:.0%} of the chance loss ({self.chance_loss:.4f}) above it"
+                if self.chance_loss
+                else "with a chance loss of 0"
             )
+            smoothed, best = f"{self.smoothed:.4f}", f"{self.best:.4f}"
+            return f"loss spike: the smoothed loss {smoothed} is {times} its best {best}, {against}"
         return None
 
     def rolled_back(self, step):

@@ -115,14 +115,14 @@ REFUSAL_BYTES = 2000  # the most of a refusal's message another task is told
 @contextlib.contextmanager
 def checked_together(strategy):
     """Runs the block (the checks of a run's settings and files) and, in a multi-worker run, shares its
-    outcome: when any task refused (ValueError or FileNotFoundError), every task raises ValueError, the
-    others naming it. A task that stopped alone would leave the others waiting on their next collective
-    until it timed out. Every task must enter the same blocks in the same order, and a collective inside a
-    block must come before anything in it that can refuse."""
+    outcome: when any task refused (ValueError, or OSError: a file it cannot read or write), every task
+    raises, the others ValueError naming it. A task that stopped alone would leave the others waiting on
+    their next collective until it timed out. Every task must enter the same blocks in the same order, and a
+    collective inside a block must come before anything in it that can refuse."""
     refusal = None
     try:
         yield
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # a setting, or a file it cannot read or write
         refusal = error
     refuse_together(strategy, refusal)
 

@@ -34,6 +34,7 @@ The steps are our loop rather than `model.fit`: in Keras 3.15 `fit` fails under 
 Keras models: `fit` works on them in a notebook.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -246,7 +247,8 @@ class Engine:
 
         partial: only what evaluation needs may be there (an evaluation alone, of a run's checkpoint).
         """
-        self._remove_partial_checkpoints()
+        if not partial:  # evaluation alone may look at a live run's folder: its saves are not ours to remove
+            self._remove_partial_checkpoints()
         held = {}
         folders = [self.manager.directory]
         if self.scratch:
@@ -260,19 +262,7 @@ class Engine:
         if step is None:
             return None
         path = held[step]
-        checkpoint = self.manager.checkpoint
-        older = not any(name.startswith("run_state/") for name, _ in tf.train.list_variables(path))
-        if older:  # written before runs saved their state: the guard starts afresh
-            parts = {name: part for name, part in self._checkpointed().items() if name != "run_state"}
-            checkpoint = tf.train.Checkpoint(**parts)
-        try:
-            status = checkpoint.restore(path)
-            (status.expect_partial() if partial else status.assert_existing_objects_matched())
-        except (ValueError, AssertionError) as error:  # a shape that differs; a variable it does not hold
-            raise ValueError(
-                f"{path} is a checkpoint of another model or task than this run's ({error}). Resume with the "
-                "settings it was trained with, or use a new --output_dir"
-            ) from None
+        older = self._restore_from(path, partial)
         saved, batch = int(self.batch_size.numpy()), self.settings.train_batch_size
         if saved != batch and not partial:
             raise ValueError(
@@ -288,6 +278,26 @@ class Engine:
         fallback = f" (the newest step every task holds; {_held(every_task)})" if len(newest) > 1 else ""
         self.log.line(f"resumed from {path} at step {self.step}{fallback}")
         return path
+
+    def _restore_from(self, path, partial=False):
+        """Restores the checkpoint at path; returns whether it was written before runs saved their state
+        (RunState), whose guard then starts afresh. ValueError when it is of another model or task.
+
+        partial: only what evaluation needs may be there."""
+        checkpoint = self.manager.checkpoint
+        older = not any(name.startswith("run_state/") for name, _ in tf.train.list_variables(path))
+        if older:
+            parts = {name: part for name, part in self._checkpointed().items() if name != "run_state"}
+            checkpoint = tf.train.Checkpoint(**parts)
+        try:
+            status = checkpoint.restore(path)
+            (status.expect_partial() if partial else status.assert_existing_objects_matched())
+        except (ValueError, AssertionError) as error:  # a shape that differs; a variable it does not hold
+            raise ValueError(
+                f"{path} is a checkpoint of another model or task than this run's ({error}). Resume with the "
+                "settings it was trained with, or use a new --output_dir"
+            ) from None
+        return older
 
     def _steps_of_every_task(self, steps):
         """{task name: the steps it holds} for every task of a multi-worker run (the strategy's collective
@@ -391,9 +401,9 @@ class Engine:
     def train(self):
         """Trains to train_steps from the restored step; evaluates every eval_every_steps and at the end.
 
-        Returns the evaluation the run ends with (the best one with a task's best_metric, else the last;
-        None when the task evaluates nothing). TrainingError when a file of the run cannot be written for a
-        full disk, saying which checkpoint is kept.
+        Returns the evaluation the run ends with: the best one when the task ends_with_best and one was
+        kept, else the last (None when the task evaluates nothing, or none was made). TrainingError when a
+        file of the run cannot be written for a full disk, saying which checkpoint is kept.
         """
         try:
             return self._train()
@@ -461,7 +471,7 @@ class Engine:
         kept = [(variable, variable.numpy()) for variable in (self.best_value, self.best_step)]
         kept_state = state.serialize()
         scale = float(self.learning_rate_scale.numpy()) * s.rollback_learning_rate_factor
-        self.manager.checkpoint.restore(path).assert_existing_objects_matched()
+        self._restore_from(path)
         self.batches.assign(position)
         for variable, value in kept:
             variable.assign(value)
@@ -469,7 +479,8 @@ class Engine:
         self.learning_rate_scale.assign(scale)
         state.rollbacks += 1
         # The next evaluation's entry says it; the weights it evaluates are not those that collapsed.
-        state.spike, state.rolled_back = None, f"{reason} at step {step}: rolled back to step {self.step}"
+        note = f"{reason} at step {step}: rolled back to step {self.step}"
+        state.spike, state.rolled_back = None, "; ".join(filter(None, (state.rolled_back, note)))
         state.guard.rolled_back(self.step)
         self.log.line(
             f"{reason} at step {step}: rolled back to {path} (step {self.step}); the learning rate is now "
@@ -498,9 +509,11 @@ class Engine:
             file_io.rmtree(partial)
             self.log.line(f"removed {partial}, a checkpoint a stopped run left half-written")
 
-    def resume_advice(self):
-        """What a run stopped by a full disk keeps, and how to go on."""
+    def resume_advice(self, training=True):
+        """What a run stopped by a full disk keeps, and how to go on (training: else an evaluation alone)."""
         latest = self.manager.latest_checkpoint
+        if not training:
+            return "Free space, then run the same command again"
         if not latest:
             return "No checkpoint was written yet: free space, then run the same command again"
         megabytes, step = (
@@ -515,9 +528,9 @@ class Engine:
     def _end(self, results):
         """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
         scratch folder of a task that is not the chief removed; returns the evaluation the run ends with."""
-        if self.task.best_metric and self.task.ends_with_best and self.state.best_results is not None:
+        if self.task.best_metric and self.task.ends_with_best and int(self.best_step.numpy()) >= 0:
             self.best.checkpoint.restore(self.best.latest_checkpoint).assert_existing_objects_matched()
-            results = self.state.best_results
+            results = self.state.best_results or results
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             # The last save is collective, but each task writes its files alone: a task removing the folders
             # made for its scratch must wait until the chief's files are in them (on shared storage they are
@@ -633,10 +646,10 @@ class Engine:
         return results
 
     def _record(self, results):
-        """Writes results into the evaluation history: in place of an entry of the same weights (the same
-        step after as many rollbacks: an evaluation a run stopped and resumed makes again, or one made again
-        alone), else after the others. Every other entry stays: those of steps the run has not reached again
-        after a resume, the collapses and what came before each rollback."""
+        """Writes results into the evaluation history: in place of the last entry of the same weights (the
+        same step after as many rollbacks: an evaluation a run stopped and resumed makes again, or one made
+        again alone), else after the others. Every other entry stays: those of steps the run has not reached
+        again after a resume, the collapses and what came before each rollback."""
 
         def weights_of(entry):
             return entry["global_step"], entry.get("rollbacks", 0)
@@ -644,8 +657,7 @@ class Engine:
         history = self.history()
         same = [index for index, entry in enumerate(history) if weights_of(entry) == weights_of(results)]
         if same:
-            history[same[0]] = results
-            history = [entry for index, entry in enumerate(history) if index not in same[1:]]
+            history[same[-1]] = results
         else:
             history.append(results)
         text = "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history)
@@ -653,31 +665,35 @@ class Engine:
         file_io.write_atomically(self.history_path, text.encode())
 
     def evaluate_each_checkpoint(self, folder, last_step, timeout):
-        """Evaluates each checkpoint that lands in `folder` (a run training beside this one), oldest first,
-        until the one of `last_step`, or `timeout` seconds without a new one; returns the last results (None
-        if none landed). Checkpoints that land while one is evaluated are each evaluated next, in step order;
-        one deleted before it is read (keep_checkpoint_max) is passed over."""
-        results, evaluated, waited_since = None, -1, time.monotonic()
-        while evaluated < last_step:
+        """Evaluates each checkpoint that lands in `folder` (a run training beside this one), in the order
+        they were written, until the one of `last_step`, or `timeout` seconds without a new one; returns the
+        last results (None if none landed). Checkpoints that land while one is evaluated are each evaluated
+        next; one written again (a rollback saves its steps again) is evaluated again; one deleted before it
+        is read (keep_checkpoint_max) is passed over."""
+        results, evaluated, waited_since = None, set(), time.monotonic()
+        while True:
             state = tf.train.get_checkpoint_state(folder)
-            landed = sorted(
-                (_step_of(path), path)
-                for path in (state.all_model_checkpoint_paths if state else [])
-                if _step_of(path) > evaluated
-            )
+            landed = []
+            for path in state.all_model_checkpoint_paths if state else []:
+                with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                    written = file_io.modified(f"{path}.index")
+                    if (path, written) not in evaluated:
+                        landed.append((written, path))
             if not landed:
                 if time.monotonic() - waited_since > timeout:
-                    break
+                    return results
                 time.sleep(1)
                 continue
-            step, path = landed[0]
-            evaluated, waited_since = step, time.monotonic()
+            written, path = min(landed)
+            evaluated.add((path, written))
+            waited_since = time.monotonic()
             try:
                 self.manager.checkpoint.restore(path).expect_partial()
             except (tf.errors.NotFoundError, tf.errors.DataLossError):
                 continue
             results = self.evaluate()
-        return results
+            if _step_of(path) >= last_step:
+                return results
 
     def history(self):
         """The evaluation history so far (a list of results, by step)."""

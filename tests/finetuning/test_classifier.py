@@ -132,12 +132,13 @@ def test_a_collapse_in_fine_tuning_is_rolled_back_and_the_results_are_those_of_t
         "at step 70: rolled back to step 60"
     )
     assert results in history and "collapse" not in results, results
-    run_.save(results["global_step"])
+    run_.save(results["global_step"], results["rollbacks"])
+    assert results["rollbacks"] == 1 and model_files.rollbacks(str(tmp_path / "out")) == 1
     again = classifier.run(
         dataclasses.replace(settings, model_dir=str(tmp_path / "out"), output_dir=str(tmp_path / "again"),
                             do_train=False)
     )  # fmt: skip
-    assert again == {name: results[name] for name in ("accuracy", "global_step")}
+    assert again == {name: results[name] for name in ("accuracy", "global_step", "rollbacks")}
 
 
 @pytest.fixture(scope="module")

@@ -762,13 +762,17 @@ def test_a_rollback_restores_the_healthy_checkpoint_and_keeps_the_input_position
     healthy = build(settings(data, tmp_path, num_train_steps=4, **steps))
     healthy.train()
     at_step_4 = [np.array(w) for w in healthy.model.get_weights()]
+    # Step 4's checkpoint as a version before runs kept their state wrote it: resumed from, and rolled back
+    # to, with the guard's readings started afresh.
+    older = {name: part for name, part in healthy.engine._checkpointed().items() if name != "run_state"}
+    tf.train.CheckpointManager(tf.train.Checkpoint(**older), str(tmp_path / "checkpoints"), 5).save(4)
+    assert not any(name.startswith("run_state/") for name, _ in tf.train.list_variables(
+        str(tmp_path / "checkpoints" / "ckpt-4")))  # fmt: skip
     run_ = build(settings(data, tmp_path, num_train_steps=6, **steps))
     run_.train()
     for variable in run_.model.trainable_variables:  # the collapse: weights a spike has wrecked
         variable.assign(tf.fill(variable.shape, 7.0))
-    run_.engine.state.guard.healthy_step = (
-        5  # the last healthy progress line: the newest checkpoint before it is 4
-    )
+    run_.engine.state.guard.healthy_step = 5  # the last healthy line: the newest checkpoint before it is 4
     assert run_.engine.roll_back("an injected collapse", 6) == 4
     for restored, expected in zip(run_.model.get_weights(), at_step_4, strict=True):
         np.testing.assert_array_equal(restored, expected)
