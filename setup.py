@@ -1,5 +1,5 @@
 """Install albert_tf: `pip install -e .` (`[test]`: the test suite, `[beam]`: create_pretraining_data on
-Apache Beam, `[bench]`: benchmarks)."""
+Apache Beam, `[bench]`: benchmarks, `[mutation]`: mutation testing)."""
 
 import pathlib
 
@@ -49,6 +49,7 @@ setup(
         "test": [
             "pytest>=9.0,<9.3",
             "pytest-xdist>=3.8,<3.9",
+            "hypothesis>=6.155,<6.156",
             "ruff>=0.17,<0.18",
             "nbclient>=0.11,<0.12",
             "nbformat>=5.11,<5.12",
@@ -57,6 +58,9 @@ setup(
         # keras-hub is the peer the benchmarks measure against; never a dependency of the library. matplotlib
         # draws the pretraining study's plots.
         "bench": ["keras-hub", "matplotlib"],
+        # Mutation testing (bench/mutation.py, docs/contributing.md): a measurement run by hand, never in CI.
+        # 3.8 has the fork server the runs need (TensorFlow's threads do not survive a plain fork).
+        "mutation": ["mutmut>=3.8.1,<3.9"],
         # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21
         # (protobuf resolves to 6.33).
         "beam": ["apache-beam==2.77.*"],

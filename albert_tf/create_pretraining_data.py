@@ -11,6 +11,8 @@ sort_memory_mb, gzip and errors. The same inputs, flags and seed give the same b
 any number of workers. See albert_tf/pretraining/data/units.py.
 """
 
+import dataclasses
+import itertools
 import os
 import sys
 
@@ -27,8 +29,18 @@ flags.DEFINE_string(
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (python -m albert_tf.train_tokenizer).")
 flags.DEFINE_bool(
     "do_lower_case", True,
-    "Lowercase the text (match the SentencePiece model). The manifest records it; a model pretrained on the "
-    "records keeps it in its directory (tokenizer.json), and fine-tuning and the export tokenize by it.",
+    "Lowercase the text. Default: as the SentencePiece model was trained (train_tokenizer's "
+    "PREFIX.tokenizer.json beside it; true without one); a value that contradicts that file is refused. The "
+    "manifest records it; a model pretrained on the records keeps it in its directory (tokenizer.json), and "
+    "fine-tuning and the export tokenize by it.",
+)  # fmt: skip
+flags.DEFINE_bool(
+    "keep_accents", None,
+    "Keep combining marks (no NFKD, no mark removal); --nokeep_accents drops them as the original does. "
+    "Default: as the SentencePiece model was trained (train_tokenizer's PREFIX.tokenizer.json beside it; a "
+    "value that contradicts it is refused); for a model without one, the command measures the corpus first "
+    "and stops when marks carry meaning in it. The manifest records it, and a model pretrained on the "
+    "records keeps it (tokenizer.json).",
 )  # fmt: skip
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
 flags.DEFINE_integer("max_seq_length", 512, "Tokens per instance, [CLS] and [SEP]s included.")
@@ -59,12 +71,30 @@ flags.DEFINE_enum("errors", "strict", ["strict", "replace"], "Invalid UTF-8: sto
 flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
 
 
+def as_trained(lower, keep_accents, path, trained):
+    """(do_lower_case, keep_accents or None) from the flags (None: not given), the ones not given as the
+    SentencePiece model was trained (train_tokenizer's PREFIX.tokenizer.json at path, trained None when the
+    model has none); ValueError when a flag given contradicts it."""
+    given = {"do_lower_case": lower, "keep_accents": keep_accents}
+    if trained is None:
+        return (True if lower is None else lower), keep_accents
+    for name, value in given.items():
+        if value is not None and value != trained[name]:
+            raise ValueError(
+                f"--{'' if value else 'no'}{name} contradicts {path}: the SentencePiece model was trained "
+                f"with {name}={str(trained[name]).lower()} (train_tokenizer). Drop the flag to tokenize as "
+                "it was trained, or train a model with the setting you want"
+            )
+    return tuple(trained[name] if value is None else value for name, value in given.items())
+
+
 def main(argv):
     del argv
+    from albert_tf import model_files
     from albert_tf.file_systems import BeamFiles, LocalFiles
     from albert_tf.pretraining.data import manifest, units
     from albert_tf.pretraining.data.instances import InstanceOptions
-    from albert_tf.text import corpus
+    from albert_tf.text import corpus, marks
 
     def progress(line):
         print(f"create_pretraining_data: {line}", file=sys.stderr, flush=True)
@@ -80,9 +110,14 @@ def main(argv):
             favor_shorter_ngram=FLAGS.favor_shorter_ngram,
             random_next_sentence=FLAGS.random_next_sentence,
         )
+        lower, keep_accents = as_trained(
+            FLAGS.do_lower_case if FLAGS["do_lower_case"].present else None,
+            FLAGS.keep_accents,
+            *model_files.trained_settings(FLAGS.spm_model_file),
+        )
         settings = units.BuildSettings(
             spm_model_file=FLAGS.spm_model_file,
-            do_lower_case=FLAGS.do_lower_case,
+            do_lower_case=lower,
             options=options,
             dupe_factor=FLAGS.dupe_factor,
             random_seed=FLAGS.random_seed,
@@ -100,6 +135,14 @@ def main(argv):
                 '(pip install -e ".[beam]"), locally or on a cluster'
             )
         inputs = corpus.expand_patterns(FLAGS.input_file, files=files)
+        # Before anything is written: whether the corpus's marks carry meaning (the flag given, or measured).
+        lines = corpus.LineReader(inputs, errors=FLAGS.errors, files=files).files()
+        keep_accents, said = marks.decide(
+            itertools.chain.from_iterable(lines), keep_accents, f"--input_file={FLAGS.input_file}"
+        )
+        settings = dataclasses.replace(settings, keep_accents=keep_accents)
+        if said:
+            progress(said)
         outputs = manifest.output_paths(FLAGS.output_file)
         common = dict(manifest_file=FLAGS.manifest_file, sort_memory_bytes=FLAGS.sort_memory_mb << 20)
         if FLAGS.runner == "beam":

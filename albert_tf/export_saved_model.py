@@ -126,6 +126,7 @@ def main(argv):
             span_settings=span_settings,
             precision=FLAGS.precision,
             do_lower_case=model_files.do_lower_case(FLAGS.model_dir) if pretrained else None,
+            keep_accents=model_files.keep_accents(FLAGS.model_dir) if pretrained else None,
             **sizing,
         )
     except (ValueError, FileNotFoundError, ServingError, file_io.DiskFullError) as error:

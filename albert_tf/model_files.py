@@ -5,7 +5,8 @@ disk), so that a command can check a model directory before TensorFlow starts.
 A model directory holds
     albert_config.json        the model's config (original keys),
     spm.model                 its SentencePiece model (absent when the run had none),
-    tokenizer.json            {"do_lower_case": false} for a cased model: how text becomes ids before
+    tokenizer.json            {"do_lower_case": false} for a cased model, "keep_accents": true for one that
+                              keeps combining marks (albert_tf.text.marks): how text becomes ids before
                               SentencePiece (absent: lowercased, as the released models and directories
                               written before this file are); fine-tuning and export tokenize by it,
     pretrainer.weights.h5     the weights of an `AlbertPretrainer` (encoder and pretraining heads),
@@ -155,10 +156,51 @@ def do_lower_case(directory):
     )  # fmt: skip
 
 
-def write_do_lower_case(directory, lowercased):
-    """Writes tokenizer.json: whether the directory's model takes lowercased text."""
+def keep_accents(directory):
+    """Whether the directory's model keeps combining marks (tokenizer.json; False, the original's, when it
+    does not say)."""
+    return _json_value(
+        directory, TOKENIZER_FILE, "keep_accents", False, lambda value: isinstance(value, bool),
+        '{"do_lower_case": ..., "keep_accents": true or false}', optional=True,
+    )  # fmt: skip
+
+
+def write_tokenizer_settings(directory, lowercased, keeps_accents=False):
+    """Writes tokenizer.json: whether the directory's model takes lowercased text, and keeps marks (written
+    when it does: a file without it is the original's normalization)."""
     path = file_io.join(directory, TOKENIZER_FILE)
-    file_io.write_atomically(path, (json.dumps({"do_lower_case": bool(lowercased)}) + "\n").encode())
+    settings = {"do_lower_case": bool(lowercased), **({"keep_accents": True} if keeps_accents else {})}
+    file_io.write_atomically(path, (json.dumps(settings) + "\n").encode())
+
+
+def trained_settings_path(spm_model_file):
+    """Where train_tokenizer writes the settings a SentencePiece model was trained with: PREFIX.tokenizer.json
+    beside PREFIX.model."""
+    return spm_model_file.removesuffix(".model") + "." + TOKENIZER_FILE
+
+
+def write_trained_settings(model_prefix, lowercased, keeps_accents):
+    """Writes PREFIX.tokenizer.json: {"do_lower_case": ..., "keep_accents": ...} of a model just trained."""
+    settings = {"do_lower_case": bool(lowercased), "keep_accents": bool(keeps_accents)}
+    file_io.write_atomically(model_prefix + "." + TOKENIZER_FILE, (json.dumps(settings) + "\n").encode())
+
+
+def trained_settings(spm_model_file):
+    """(the settings file's path, {"do_lower_case": bool, "keep_accents": bool}) that train_tokenizer wrote
+    beside the model, or (path, None) for a model without one (trained elsewhere); ValueError naming the file
+    when it holds something else."""
+    path = trained_settings_path(spm_model_file)
+    if not file_io.exists(path):
+        return path, None
+    try:
+        settings = json.loads(file_io.read_text(path))
+        valid = all(isinstance(settings[key], bool) for key in ("do_lower_case", "keep_accents"))
+    except (ValueError, KeyError, TypeError):
+        valid = False
+    if not valid:
+        expected = '{"do_lower_case": true or false, "keep_accents": true or false}'
+        raise ValueError(f"{path}: expected {expected}")
+    return path, settings
 
 
 def global_step(directory):

@@ -9,6 +9,7 @@ tokenization agree. Writes PREFIX.model and PREFIX.vocab, each through a tempora
 folder when it is missing.
 """
 
+import itertools
 import os
 import sys
 
@@ -20,7 +21,18 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("model_prefix", None, "Writes PREFIX.model and PREFIX.vocab (a local or gs:// path).")
 flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, special pieces included.")
-flags.DEFINE_bool("do_lower_case", True, "Lowercase before training (must match the tokenizer's setting).")
+flags.DEFINE_bool(
+    "do_lower_case", True,
+    "Lowercase before training. Written with --keep_accents's setting to PREFIX.tokenizer.json, which "
+    "create_pretraining_data follows.",
+)  # fmt: skip
+flags.DEFINE_bool(
+    "keep_accents", None,
+    "Keep combining marks (no NFKD, no mark removal: Hugging Face's keep_accents); --nokeep_accents drops "
+    "them as the original does. Given neither, the command measures the corpus first and stops when marks "
+    "carry meaning in it (Japanese voicing, Vietnamese tones, Indic viramas, Thai tone marks, ...). Give "
+    "create_pretraining_data the same.",
+)  # fmt: skip
 flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe"], "SentencePiece model type.")
 flags.DEFINE_float("character_coverage", 0.99995, "Share of characters the vocabulary covers.")
 flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sample at most this many lines (0: all).")
@@ -33,17 +45,24 @@ flags.mark_flags_as_required(["input", "model_prefix"])
 
 def main(argv):
     del argv
-    from albert_tf import file_io
+    from albert_tf import file_io, model_files
     from albert_tf.file_systems import TensorFlowFiles
-    from albert_tf.text import corpus, spm_training
+    from albert_tf.text import corpus, marks, spm_training
 
     try:
         paths = corpus.expand_patterns(FLAGS.input, flag="input", files=TensorFlowFiles)
+        lines = corpus.LineReader(paths, errors=FLAGS.errors, files=TensorFlowFiles).files()
+        keep_accents, said = marks.decide(
+            itertools.chain.from_iterable(lines), FLAGS.keep_accents, f"--input={FLAGS.input}"
+        )
+        if said:
+            print(f"train_tokenizer: {said}", file=sys.stderr)
         summary = spm_training.train(
             paths,
             FLAGS.model_prefix,
             vocab_size=FLAGS.vocab_size,
             do_lower_case=FLAGS.do_lower_case,
+            keep_accents=keep_accents,
             model_type=FLAGS.model_type,
             character_coverage=FLAGS.character_coverage,
             input_sentence_size=FLAGS.input_sentence_size,
@@ -53,7 +72,9 @@ def main(argv):
             errors=FLAGS.errors,
             files=TensorFlowFiles,
         )
-    except (corpus.CorpusError, spm_training.TrainingError, file_io.FolderError) as error:
+        # What create_pretraining_data reads to tokenize as the model was trained.
+        model_files.write_trained_settings(FLAGS.model_prefix, FLAGS.do_lower_case, keep_accents)
+    except (corpus.CorpusError, spm_training.TrainingError, file_io.FolderError, marks.MarksError) as error:
         sys.exit(f"train_tokenizer: error: {error}")
     print(summary)
 

@@ -7,7 +7,7 @@ r"""Raw text → model inputs in TensorFlow ops: our in-graph tokenizer against 
 Both turn sentence pairs of the sample corpus into `[CLS] A [SEP] B [SEP]` rows of 128 ids with the sample
 SentencePiece model (albert_tf/sample/spm_8k.model): ours is `InGraphTokenizer.tokenize` then
 `pack(seq_length=128)` (the original's normalization and digit-comma rule first, as exported models and
-fine-tuning run it),
+fine-tuning run it), and the same with `keep_accents` (no NFKD, marks kept);
 keras-hub's is `AlbertTextClassifierPreprocessor(sequence_length=128)` (SentencePiece and its
 `MultiSegmentPacker`). Measured, alternating the two each round:
 
@@ -33,12 +33,17 @@ from machine import describe
 from serving import SEQ, SPM, sample_pairs
 
 
-def ours():
+def ours(keep_accents=False):
     """A fresh pair function of ours: (text, text_b) tf.string [batch] → dict of int32 [batch, 128]."""
     from albert_tf.text.tf_tokenizer import InGraphTokenizer
 
-    tokenizer = InGraphTokenizer(SPM)
+    tokenizer = InGraphTokenizer(SPM, keep_accents=keep_accents)
     return lambda a, b: tokenizer.pack(tokenizer.tokenize(a), tokenizer.tokenize(b), seq_length=SEQ)
+
+
+def ours_keeping_accents():
+    """ours() with keep_accents: no NFKD, no removal of marks."""
+    return ours(keep_accents=True)
 
 
 def keras_hub():
@@ -106,7 +111,7 @@ def main():
     print(describe())
     print(f"TensorFlow {tf.__version__}")
     texts_a, texts_b = sample_pairs(1024)
-    makers = {"albert_tf": ours, "keras_hub": keras_hub}
+    makers = {"albert_tf": ours, "albert_tf keep_accents": ours_keeping_accents, "keras_hub": keras_hub}
     rounds = {name: [] for name in makers}
     for index in range(args.rounds):
         for name, make in makers.items():
@@ -124,8 +129,10 @@ def main():
         first = results[0]
         cells = " | ".join(f"{medians[name][key]:.4g}" for key in keys)
         print(f"| {name} | {cells} | {first['trace s']:.3g}, {first['tf.data start s']:.3g} |")
-    ratio = {key: medians["albert_tf"][key] / medians["keras_hub"][key] for key in keys}
-    print("| albert_tf / keras_hub | " + " | ".join(f"{ratio[key]:.2f}x" for key in keys) + " | |")
+    for name, peer in (("albert_tf", "keras_hub"), ("albert_tf keep_accents", "keras_hub"),
+                       ("albert_tf keep_accents", "albert_tf")):  # fmt: skip
+        ratio = {key: medians[name][key] / medians[peer][key] for key in keys}
+        print(f"| {name} / {peer} | " + " | ".join(f"{ratio[key]:.2f}x" for key in keys) + " | |")
 
 
 if __name__ == "__main__":

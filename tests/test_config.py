@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 
@@ -158,3 +159,65 @@ def test_embedding_projection_defaults_to_the_original_rule_and_can_be_forced():
     assert "embedding_projection" not in tiny_config().to_dict()
     with pytest.raises(ValueError, match="embedding_projection=false needs embedding_size == hidden_size"):
         tiny_config(embedding_projection=False)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(hidden_dropout_prob=False), "hidden_dropout_prob=False must be a number in [0, 1)"),
+        (dict(attention_probs_dropout_prob="0.1"), "attention_probs_dropout_prob='0.1' must be a number"),
+        (dict(initializer_range=True), "initializer_range=True must be a positive number"),
+        (dict(initializer_range="0.02"), "initializer_range='0.02' must be a positive number"),
+        (dict(embedding_projection="yes"), "embedding_projection='yes' must be true, false or null"),
+        (
+            dict(hidden_act="swish"),
+            "hidden_act='swish' is not one of gelu, gelu_new, gelu_exact, relu, tanh, linear",
+        ),
+        (dict(sharing="layers"), "sharing='layers' is not one of all, attention, ffn, none (or null)"),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_with_the_choices(changes, message):
+    """A JSON boolean or string where a number belongs is a ValueError naming the key (not a TypeError from a
+    comparison, nor accepted as 0 or 1); a name outside a list gives the whole list."""
+    with pytest.raises(ValueError) as error:
+        tiny_config(**changes)
+    assert message in str(error.value)
+
+
+def test_dict_errors_name_the_source_and_list_the_keys():
+    with pytest.raises(ValueError) as error:
+        AlbertConfig.from_dict({"vocab_size": 97, "hidden_szie": 14, "layers": 2})
+    known = sorted(field.name for field in dataclasses.fields(AlbertConfig))
+    assert str(error.value) == (
+        f"config: unknown key(s) 'hidden_szie', 'layers'; expected some of {', '.join(known)}"
+    )
+    with pytest.raises(ValueError, match=r"^config: required key 'vocab_size' is missing$"):
+        AlbertConfig.from_dict({"hidden_size": 14})
+
+
+def test_a_file_of_another_json_type_names_the_type(tmp_path):
+    with pytest.raises(ValueError, match=r"list\.json: expected a JSON object of config keys, got list$"):
+        AlbertConfig.from_json_file(write_json(tmp_path, [1, 2], "list.json"))
+
+
+def test_replace_applies_the_changes_and_validates_them():
+    config = tiny_config()
+    assert config.replace(sharing="attention", hidden_dropout_prob=0.1) == AlbertConfig(
+        **{**config.to_dict(), "sharing": "attention", "hidden_dropout_prob": 0.1}
+    )
+    assert config.sharing is None  # a copy
+    with pytest.raises(ValueError, match="hidden_size=15 is not divisible by num_attention_heads=2"):
+        config.replace(hidden_size=15)
+
+
+def test_the_json_file_has_the_original_layout(tmp_path):
+    """One key per line, sorted, indented by two spaces, a final newline: the original BertConfig's
+    `to_json_string`, so a written albert_config.json diffs cleanly against a released one."""
+    config = AlbertConfig(vocab_size=97, hidden_size=14, num_attention_heads=2, intermediate_size=19)
+    config.to_json_file(tmp_path / "albert_config.json")
+    text = (tmp_path / "albert_config.json").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "{" and text.endswith("\n}\n")
+    assert [line.split('"')[1] for line in lines[1:-1]] == sorted(config.to_dict())
+    assert all(line.startswith('  "') for line in lines[1:-1])
+    assert lines[1] == '  "attention_probs_dropout_prob": 0.0,'

@@ -218,6 +218,8 @@ def test_the_tokenizer_trains_on_a_corpus_of_another_file_system(tmp_path):
         read = sum(1 for line in lines[:3000] if line.strip())  # both files, every non-blank line
         assert result.stdout.startswith(f"train_tokenizer: {read} lines "), result.stdout
         models[where] = (tmp_path / where / "albert.model").read_bytes()
+        settings = json.loads((tmp_path / where / "albert.tokenizer.json").read_text())  # for the builder
+        assert settings == {"do_lower_case": True, "keep_accents": False}
     assert models["file_system"] == models["local"]
     # An in-memory file system (ram://, this process's only), read as the command reads it: an object
     # store's flat names, no folders. The same training on the local files gives the same model.

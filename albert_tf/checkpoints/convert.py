@@ -25,6 +25,8 @@ TASK_HEADS_FILE = "task_heads.npz"
 OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
 TF1_TASK_HEADS = ("output_weights", "output_bias", "cls/squad/output_weights", "cls/squad/output_bias")
 PRETRAINING_HEADS = {"cls/predictions/": "masked-LM head", "cls/seq_relationship/": "sentence-order head"}
+# transformers' AlbertTokenizer settings that decide ids, and their defaults there.
+HF_TEXT_SETTINGS = {"do_lower_case": True, "keep_accents": False, "remove_space": True}
 
 
 class ConversionError(ValueError):
@@ -42,9 +44,10 @@ class Conversion:
     # The step the weights were trained to: a TF1 checkpoint's global_step, a model directory's; None when
     # the source does not say (Hugging Face directories).
     global_step: int | None = None
-    # Whether the model takes lowercased text: a Hugging Face directory's tokenizer_config.json says, a model
-    # directory's tokenizer.json; Google's releases are all lowercased.
+    # Whether the model takes lowercased text, and keeps combining marks: a Hugging Face directory's
+    # tokenizer_config.json says, a model directory's tokenizer.json; Google's releases lowercase and drop.
     do_lower_case: bool = True
+    keep_accents: bool = False
 
 
 def _load(pretrainer: AlbertPretrainer, weights: dict[str, np.ndarray], source: str) -> list[str]:
@@ -214,18 +217,27 @@ def _hf_tensors(directory) -> dict[str, np.ndarray]:
     )
 
 
-def _hf_do_lower_case(directory) -> bool:
-    """tokenizer_config.json's do_lower_case (transformers' AlbertTokenizer default, True, without one)."""
+def _hf_text_settings(directory):
+    """(do_lower_case, keep_accents, notes) from tokenizer_config.json, transformers' AlbertTokenizer
+    defaults (True, False) where it says nothing. Its remove_space: false (keep runs of spaces) is noted:
+    this toolkit collapses whitespace as the original and transformers' default do, and SentencePiece
+    collapses it again, so only text whose spaces a user model counts differs."""
     path = file_io.join(directory, "tokenizer_config.json")
     if not file_io.exists(path):
-        return True
+        return True, False, []
     try:
-        value = json.loads(file_io.read_text(path)).get("do_lower_case", True)
+        saved = json.loads(file_io.read_text(path))
+        settings = {name: saved.get(name, default) for name, default in HF_TEXT_SETTINGS.items()}
     except (ValueError, AttributeError):
         raise ConversionError(f"{path}: not a JSON object (transformers' tokenizer settings)") from None
-    if not isinstance(value, bool):
-        raise ConversionError(f"{path}: do_lower_case is {value!r}, expected true or false")
-    return value
+    for name, value in settings.items():
+        if not isinstance(value, bool):
+            raise ConversionError(f"{path}: {name} is {value!r}, expected true or false")
+    notes = [] if settings["remove_space"] else [
+        f"{path}: remove_space is false; the converted model collapses runs of whitespace, as the original "
+        "does and SentencePiece does again"
+    ]  # fmt: skip
+    return settings["do_lower_case"], settings["keep_accents"], notes
 
 
 def from_hf(directory) -> Conversion:
@@ -254,7 +266,10 @@ def from_hf(directory) -> Conversion:
     if unused:
         notes.append(f"{directory}: tensors not converted: {', '.join(unused)}")
     spm = _only_file(directory, "spiece.model")
-    return Conversion(pretrainer, spm, task_heads, notes, do_lower_case=_hf_do_lower_case(directory))
+    lowercased, keeps_accents, text_notes = _hf_text_settings(directory)
+    return Conversion(
+        pretrainer, spm, task_heads, notes + text_notes, do_lower_case=lowercased, keep_accents=keeps_accents
+    )
 
 
 def from_any(path) -> Conversion:
@@ -263,7 +278,10 @@ def from_any(path) -> Conversion:
     if model_files.is_model_dir(path):
         pretrainer, spm = model_dir.load_pretrainer(path), model_files.spm_model_file(path)
         step, lowercased = model_files.global_step(path), model_files.do_lower_case(path)
-        return Conversion(pretrainer, spm, {}, [], global_step=step, do_lower_case=lowercased)
+        keeps_accents = model_files.keep_accents(path)
+        return Conversion(
+            pretrainer, spm, {}, [], global_step=step, do_lower_case=lowercased, keep_accents=keeps_accents
+        )
     if file_io.exists(file_io.join(path, "config.json")):
         return from_hf(path)
     if model_files.has_task_model(path):
@@ -287,7 +305,7 @@ def write_model_dir(conversion: Conversion, output_dir):
     def write(folder):
         model_dir.save_model_dir(
             conversion.pretrainer, folder, spm_model=conversion.spm_model, step=conversion.global_step,
-            do_lower_case=conversion.do_lower_case,
+            do_lower_case=conversion.do_lower_case, keep_accents=conversion.keep_accents,
         )  # fmt: skip
         if conversion.task_heads:
             buffer = io.BytesIO()
@@ -333,6 +351,7 @@ def to_hf(directory, output_dir):
         tie_word_embeddings=True,
     )
     spm, lowercased = model_files.spm_model_file(directory), model_files.do_lower_case(directory)
+    keeps_accents = model_files.keep_accents(directory)
 
     def write(folder):
         tensors_bytes = save(tensors, metadata={"format": "pt"})
@@ -342,11 +361,12 @@ def to_hf(directory, output_dir):
         )
         if spm:
             file_io.copy(spm, file_io.join(folder, "spiece.model"))
-            # keep_accents false: the original's preprocessing strips accents, cased or not.
+            # What the model's text settings are, in transformers' names (remove_space: as the original).
             tokenizer = {
                 "tokenizer_class": "AlbertTokenizer",
                 "do_lower_case": lowercased,
-                "keep_accents": False,
+                "keep_accents": keeps_accents,
+                "remove_space": True,
             }
             text = json.dumps(tokenizer, indent=2, sort_keys=True)
             file_io.write_atomically(file_io.join(folder, "tokenizer_config.json"), text.encode())

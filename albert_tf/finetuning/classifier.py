@@ -88,7 +88,7 @@ class ClassifierTask(task.FineTuningTask):
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return glue.classification_dataset(
             self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed,
-            do_lower_case=self.do_lower_case, start=start,
+            do_lower_case=self.do_lower_case, keep_accents=self.keep_accents, start=start,
         )  # fmt: skip
 
     def _predictions(self, split):

@@ -263,13 +263,14 @@ def _fields_read(text, text_b, label):
 
 def classification_dataset(
     examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, pad_to_multiple=32,
-    do_lower_case=True, start=None,
+    do_lower_case=True, keep_accents=False, start=None,
 ):  # fmt: skip
     """(features, label) batches of examples for `model.fit` (features alone for unlabelled examples), as
     `text.batches.text_dataset` makes them: in-graph tokenization, each batch padded to its longest example
     rounded up to a multiple of `pad_to_multiple` (None: to seq_length). Labels: int32 class index, or
     float32 for regression. Text is lowercased before SentencePiece unless do_lower_case is False (a cased
-    model: model_files.do_lower_case). is_training, seed, start: as text_dataset's.
+    model: model_files.do_lower_case), and keeps its marks with keep_accents (model_files.keep_accents).
+    is_training, seed, start: as text_dataset's.
     """
     if not examples:
         raise DataError("no examples")
@@ -281,6 +282,6 @@ def classification_dataset(
     labels = None if examples[0].label is None else [example.label for example in examples]
     return batches.text_dataset(
         [e.text_a for e in examples], [e.text_b for e in examples] if pair else None, labels,
-        InGraphTokenizer(spm_model_file, do_lower_case), seq_length, batch_size, is_training=is_training,
-        seed=seed, pad_to_multiple=pad_to_multiple, start=start,
+        InGraphTokenizer(spm_model_file, do_lower_case, keep_accents=keep_accents), seq_length, batch_size,
+        is_training=is_training, seed=seed, pad_to_multiple=pad_to_multiple, start=start,
     )  # fmt: skip

@@ -33,7 +33,7 @@ class RaceTask(classifier.ClassifierTask):
         batch = s.train_batch_size if is_training else s.eval_batch_size
         return race.multiple_choice_dataset(
             self.splits[split], self.spm, s.max_seq_length, batch, is_training=is_training, seed=s.seed,
-            do_lower_case=self.do_lower_case, start=start,
+            do_lower_case=self.do_lower_case, keep_accents=self.keep_accents, start=start,
         )  # fmt: skip
 
 

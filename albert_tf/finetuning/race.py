@@ -76,14 +76,14 @@ def _read_file(path, errors):
 
 def multiple_choice_dataset(
     examples, spm_model_file, seq_length, batch_size, is_training=False, seed=12345, do_lower_case=True,
-    start=None,
+    keep_accents=False, start=None,
 ):  # fmt: skip
     """(features, label) batches: features int32 [batch, choices, seq_length], label int32 [batch], as
     `text.batches.choice_dataset` makes them (each choice kept whole, the article cut to the room left).
 
     Training data is shuffled each epoch and batches are full; evaluation keeps order and the last batch.
-    Text is lowercased before SentencePiece unless do_lower_case is False (a cased model). `start`: as
-    glue.classification_dataset's.
+    Text is lowercased before SentencePiece unless do_lower_case is False (a cased model) and keeps its
+    marks with keep_accents. `start`: as glue.classification_dataset's.
     """
     if not examples:
         raise DataError("no examples")
@@ -94,6 +94,6 @@ def multiple_choice_dataset(
     labels = None if examples[0].label is None else [e.label for e in examples]
     return batches.choice_dataset(
         [e.article for e in examples], [e.choices for e in examples], labels,
-        InGraphTokenizer(spm_model_file, do_lower_case), seq_length, batch_size, is_training=is_training,
-        seed=seed, start=start,
+        InGraphTokenizer(spm_model_file, do_lower_case, keep_accents=keep_accents), seq_length, batch_size,
+        is_training=is_training, seed=seed, start=start,
     )  # fmt: skip

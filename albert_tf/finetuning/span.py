@@ -33,7 +33,9 @@ class SquadTask(task.FineTuningTask):
     def _prepare(self, splits):
         """{"train": SpanFeatures, "dev"/"test": (examples, SpanFeatures)}: the questions' windows."""
         s = self.settings
-        tokenizer = AlbertTokenizer(self.spm, do_lower_case=self.do_lower_case)
+        tokenizer = AlbertTokenizer(
+            self.spm, do_lower_case=self.do_lower_case, keep_accents=self.keep_accents
+        )
         windows = {"seq_length": s.max_seq_length, "doc_stride": s.doc_stride,
                    "max_query_length": s.max_query_length}  # fmt: skip
         prepared = {}

@@ -72,6 +72,7 @@ class FineTuningTask(Task):
             distribution.set_precision(s.mixed_precision)
             data = data or task_data.read(s, self.name)
             self.spm, self.do_lower_case, self.labels = data.spm, data.do_lower_case, data.labels
+            self.keep_accents = data.keep_accents
             self.splits = self._prepare(data.splits)
         with self.strategy.scope():
             self.model = self._build_model()

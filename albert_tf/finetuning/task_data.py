@@ -23,13 +23,14 @@ class TaskData:
     spm: the model directory's SentencePiece model; do_lower_case: whether its text is lowercased;
     splits: {"train" / "dev" / "test": examples}, the splits the settings ask for (SQuAD's "dev" and "test"
     are one list: the predict file's questions); labels: the label names in index order (None for
-    regression and SQuAD).
+    regression and SQuAD); keep_accents: whether its text keeps combining marks.
     """
 
     spm: str
     do_lower_case: bool
     splits: dict
     labels: tuple | None = None
+    keep_accents: bool = False
 
 
 def read(settings, command) -> TaskData:
@@ -64,7 +65,7 @@ def read(settings, command) -> TaskData:
         )
     if s.do_train:
         _check_the_run_to_resume(s, command, splits, labels)
-    return TaskData(spm, do_lower_case, splits, labels)
+    return TaskData(spm, do_lower_case, splits, labels, keep_accents=model_files.keep_accents(s.model_dir))
 
 
 def _check_the_run_to_resume(settings, command, splits, labels):

@@ -41,7 +41,7 @@ def _copy_spm(spm_model, directory):
 
 
 def save_model_dir(
-    pretrainer: AlbertPretrainer, directory, spm_model=None, step=None, do_lower_case=True
+    pretrainer: AlbertPretrainer, directory, spm_model=None, step=None, do_lower_case=True, keep_accents=False
 ):  # fmt: skip
     """Writes config, SentencePiece model, tokenizer settings, step and weights; each file appears whole
     (temporary name, rename).
@@ -52,11 +52,12 @@ def save_model_dir(
         spm_model: path of the SentencePiece model to copy in, or None.
         step: the step the weights were trained to (global_step.json), or None when unknown (no file).
         do_lower_case: whether text is lowercased before SentencePiece (False: a cased model).
+        keep_accents: whether text keeps its combining marks (True: albert_tf.text.marks).
     """
     file_io.makedirs(directory)
     pretrainer.encoder.config.to_json_file(file_io.join(directory, model_files.CONFIG_FILE))
     _copy_spm(spm_model, directory)
-    model_files.write_do_lower_case(directory, do_lower_case)
+    model_files.write_tokenizer_settings(directory, do_lower_case, keep_accents)
     # The step after the weights it is of (removed first): a write that fails between leaves no wrong step.
     model_files.write_global_step(directory, None)
     file_io.replace_with(file_io.join(directory, model_files.WEIGHTS_FILE), pretrainer.save_weights)
@@ -69,7 +70,9 @@ def copy_config_and_spm(source, directory):
     file_io.makedirs(directory)
     model_files.load_config(source).to_json_file(file_io.join(directory, model_files.CONFIG_FILE))
     _copy_spm(model_files.spm_model_file(source), directory)
-    model_files.write_do_lower_case(directory, model_files.do_lower_case(source))
+    model_files.write_tokenizer_settings(
+        directory, model_files.do_lower_case(source), model_files.keep_accents(source)
+    )
 
 
 def save_task_model(model, directory, step=None, rollbacks=0):

@@ -16,11 +16,13 @@ class Preprocessing:
     text_pair: whether an example is two texts (text, text_b) packed as segments A and B; None until
       known.
     do_lower_case: whether text is lowercased before SentencePiece (False: a cased model).
+    keep_accents: whether text keeps its combining marks (True: no NFKD, no mark removal).
     """
 
     max_seq_length: int | None = None
     text_pair: bool | None = None
     do_lower_case: bool = True
+    keep_accents: bool = False
 
     def __post_init__(self):
         length = self.max_seq_length
@@ -28,8 +30,9 @@ class Preprocessing:
             raise ValueError(f"max_seq_length must be a whole number, not {length!r}")
         if length is not None and length < 3:
             raise ValueError(f"max_seq_length={self.max_seq_length} leaves no room for text ([CLS], [SEP])")
-        if self.text_pair not in (None, True, False) or self.do_lower_case not in (True, False):
-            raise ValueError(f"text_pair and do_lower_case must be booleans: {self}")
+        booleans = (self.do_lower_case, self.keep_accents)
+        if self.text_pair not in (None, True, False) or any(value not in (True, False) for value in booleans):
+            raise ValueError(f"text_pair, do_lower_case and keep_accents must be booleans: {self}")
 
     @classmethod
     def from_config(cls, config):

@@ -180,7 +180,7 @@ class _TaskModel(HeadModel):
             kept = dataclasses.replace(kept, max_seq_length=DEFAULT_SEQ_LENGTH)
         self.preprocessing = kept
         self._check_length()
-        return InGraphTokenizer(self.spm_model, kept.do_lower_case)
+        return InGraphTokenizer(self.spm_model, kept.do_lower_case, keep_accents=kept.keep_accents)
 
     def _targets(self, y):
         return y
@@ -235,6 +235,7 @@ class _TaskModel(HeadModel):
                 max_seq_length=max_seq_length,
                 text_pair=text_pair,
                 do_lower_case=model_files.do_lower_case(directory),
+                keep_accents=model_files.keep_accents(directory),
             )
             encoder = model_dir.load_encoder(directory, dtype=dtype)
             spm = model_files.spm_model_file(directory)
@@ -252,7 +253,10 @@ class _TaskModel(HeadModel):
                 )
         if model.spm_model is None and model_files.spm_model_file(directory):  # saved without one
             model.spm_model = file_io.read_bytes(model_files.spm_model_file(directory))
-        known = model.preprocessing or Preprocessing(do_lower_case=model_files.do_lower_case(directory))
+        known = model.preprocessing or Preprocessing(
+            do_lower_case=model_files.do_lower_case(directory),
+            keep_accents=model_files.keep_accents(directory),
+        )
         model.preprocessing = known.agreeing(
             directory, changeable=("max_seq_length",), max_seq_length=max_seq_length, text_pair=text_pair
         )

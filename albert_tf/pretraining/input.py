@@ -21,6 +21,18 @@ from albert_tf.pretraining.lanes import Lanes
 from albert_tf.text.tokenizer import TokenizerError, check_fits_vocabulary, load_sentencepiece
 
 CASING = {True: "lowercased", False: "cased"}  # a manifest's do_lower_case, in words
+MARKS = {True: "with its combining marks kept", False: "with combining marks dropped"}  # keep_accents
+
+
+def text_settings(manifest):
+    """(do_lower_case, keep_accents) of a build (manifests without them: the original's normalization)."""
+    return manifest.settings.get("do_lower_case", True), manifest.settings.get("keep_accents", False)
+
+
+def described(settings):
+    """(do_lower_case, keep_accents) in words: "lowercased text with combining marks dropped"."""
+    lowercased, keeps_accents = settings
+    return f"{CASING[lowercased]} text {MARKS[keeps_accents]}"
 
 
 def find_manifest(patterns, flag):
@@ -150,16 +162,17 @@ class PretrainingInput:
                 f"--eval_input_file: {held_out.path} was built with {held_out.tokenizer_path()}, but "
                 f"--input_file's {train.path} with {train.tokenizer_path()}: its ids mean other pieces"
             )
-        lowercased = [manifest.settings.get("do_lower_case", True) for manifest in (train, held_out)]
-        if lowercased[0] != lowercased[1]:
+        built = [text_settings(manifest) for manifest in (train, held_out)]
+        if built[0] != built[1]:
             raise TokenizerError(
-                f"--eval_input_file: {held_out.path} was built from {CASING[lowercased[1]]} text, but "
-                f"--input_file's {train.path} from {CASING[lowercased[0]]} text"
+                f"--eval_input_file: {held_out.path} was built from {described(built[1])}, but "
+                f"--input_file's {train.path} from {described(built[0])}"
             )
 
-    def check_starting_model(self, source, spm_model, do_lower_case):
+    def check_starting_model(self, source, spm_model, do_lower_case, keep_accents=False):
         """--init_checkpoint's model must read the records' ids as they were built: with the SentencePiece
-        model (by content) and the casing each manifest names. TokenizerError naming both otherwise."""
+        model (by content), the casing and the marks each manifest names. TokenizerError naming both
+        otherwise (do_lower_case None: the model does not say; it is not compared)."""
         for flag, manifest in self.manifests.items():
             expected = _built_sha256(manifest)
             if spm_model and expected is not None and _sha256(spm_model) != expected:
@@ -168,11 +181,11 @@ class PretrainingInput:
                     f"{manifest.path} ({flag}) was built with, {manifest.tokenizer_path()}: the records' ids "
                     "mean other pieces to it"
                 )
-            built_lowercased = manifest.settings.get("do_lower_case", True)
-            if do_lower_case is not None and do_lower_case != built_lowercased:
+            built = text_settings(manifest)
+            if do_lower_case is not None and (do_lower_case, keep_accents) != built:
                 raise TokenizerError(
-                    f"--init_checkpoint={source} takes {CASING[do_lower_case]} text, but {manifest.path} "
-                    f"({flag}) was built from {CASING[built_lowercased]} text"
+                    f"--init_checkpoint={source} takes {described((do_lower_case, keep_accents))}, but "
+                    f"{manifest.path} ({flag}) was built from {described(built)}"
                 )
 
     @property
@@ -180,7 +193,14 @@ class PretrainingInput:
         """Whether the training text was lowercased: its manifest says (records without one: the released
         models' uncased convention)."""
         manifest = self.manifests.get("--input_file")
-        return manifest.settings.get("do_lower_case", True) if manifest is not None else True
+        return text_settings(manifest)[0] if manifest is not None else True
+
+    @property
+    def keep_accents(self):
+        """Whether the training text kept its combining marks: its manifest says (records without one: the
+        original's normalization, which drops them)."""
+        manifest = self.manifests.get("--input_file")
+        return text_settings(manifest)[1] if manifest is not None else False
 
     def train_dataset(self, input_context, start_batch):
         """Per-replica training batches from global batch number start_batch on."""

@@ -75,7 +75,9 @@ def _start_from(task, engine, path, log, train):
     from albert_tf.checkpoints import convert
 
     conversion = convert.from_any(path)
-    task.inputs.check_starting_model(path, conversion.spm_model, conversion.do_lower_case)
+    task.inputs.check_starting_model(
+        path, conversion.spm_model, conversion.do_lower_case, conversion.keep_accents
+    )
     task.load_weights_of(conversion.pretrainer, path)
     for note in conversion.notes:
         log.line(note)
@@ -233,7 +235,7 @@ def _write_outputs(run_, results):
     if s.do_train:
         model_dir.save_model_dir(
             run_.model, s.output_dir, spm_model=run_.spm_model, step=run_.engine.step,
-            do_lower_case=run_.inputs.do_lower_case,
+            do_lower_case=run_.inputs.do_lower_case, keep_accents=run_.inputs.keep_accents,
         )  # fmt: skip
         log.line(f"model directory: {s.output_dir} ({', '.join(model_files.files(s.output_dir))})")
     if results is not None:

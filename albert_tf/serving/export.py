@@ -142,7 +142,7 @@ class _Functions:
         self.span_settings = span_settings
         if task == "span":
             self.surface_lengths = AlbertTokenizer(
-                tokenizer.model_file, tokenizer.do_lower_case
+                tokenizer.model_file, tokenizer.do_lower_case, tokenizer.keep_accents
             ).surface_lengths
         config = getattr(model, "encoder", model).config  # the encoder export is the encoder itself
         self.vocab_size, self.type_vocab_size = config.vocab_size, config.type_vocab_size
@@ -386,7 +386,8 @@ def _finish_proto(export_dir, methods):
 
 def export_saved_model(
     model, spm_model_file, export_dir, task, max_seq_length=None, pair=None, do_lower_case=None,
-    warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE, precision="float32",
+    keep_accents=None, warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE,
+    precision="float32",
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
 
@@ -405,6 +406,8 @@ def export_saved_model(
         pretraining: default False.
       do_lower_case: lowercase text before SentencePiece (False for a cased model; the command line takes it
         from the model directory: model_files.do_lower_case). Default True.
+      keep_accents: keep combining marks (no NFKD, no mark removal; the command line takes it from the model
+        directory: model_files.keep_accents). Default False, the original's normalization.
       warmup_texts: texts for assets.extra/tf_serving_warmup_requests (default: a few samples).
       span_settings: text.span_settings.SpanSettings (windows and answer choice; default: the span model's
         own, the model's sequence length).
@@ -430,7 +433,9 @@ def export_saved_model(
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
         )
-    preprocessing = served_preprocessing(model, task, max_seq_length, pair, do_lower_case, span_settings)
+    preprocessing = served_preprocessing(
+        model, task, max_seq_length, pair, do_lower_case, span_settings, keep_accents=keep_accents
+    )
     max_seq_length, pair = preprocessing.max_seq_length, preprocessing.text_pair
     if task == "span":
         span_settings = span_settings or SpanSettings.of(model, max_seq_length)
@@ -447,7 +452,9 @@ def export_saved_model(
             f"{export_dir} already exists; TF Serving versions are never overwritten: use a new one"
         )
     model = with_precision(model, precision)
-    tokenizer = InGraphTokenizer(spm_model_file, preprocessing.do_lower_case)
+    tokenizer = InGraphTokenizer(
+        spm_model_file, preprocessing.do_lower_case, keep_accents=preprocessing.keep_accents
+    )
     functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
     with _shared_blocks_as_functions(getattr(model, "encoder", model)):
         signatures, methods = _signatures(functions)
@@ -486,7 +493,9 @@ def check_model_and_tokenizer(model, task, spm_model_file):
         )
 
 
-def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_case=None, span_settings=None):
+def served_preprocessing(
+    model, task, max_seq_length=None, pair=None, do_lower_case=None, span_settings=None, keep_accents=None
+):  # fmt: skip
     """The `Preprocessing` an export of model for task tokenizes by: a task model's own, which the given
     values (None: not given) must agree with; the given ones, or defaults, for the encoder and pretraining."""
     if task in ("encoder", "pretraining"):
@@ -494,6 +503,7 @@ def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_c
             max_seq_length=max_seq_length or 128,
             text_pair=bool(pair),
             do_lower_case=True if do_lower_case is None else do_lower_case,
+            keep_accents=bool(keep_accents),
         )
     what = f"the {type(model).__name__}"
     if task in ("span", "multiple_choice"):  # two segments, always: question and context; article and choice
@@ -509,7 +519,13 @@ def served_preprocessing(model, task, max_seq_length=None, pair=None, do_lower_c
         max_seq_length = span_settings.max_seq_length
     # A model built in code without one: everything must be given.
     kept = getattr(model, "preprocessing", None) or Preprocessing()
-    kept = kept.agreeing(what, max_seq_length=max_seq_length, text_pair=pair, do_lower_case=do_lower_case)
+    kept = kept.agreeing(
+        what,
+        max_seq_length=max_seq_length,
+        text_pair=pair,
+        do_lower_case=do_lower_case,
+        keep_accents=keep_accents,
+    )
     missing = [name for name, value in (("max_seq_length", kept.max_seq_length), ("pair", kept.text_pair))
                if value is None]  # fmt: skip
     if missing:

@@ -132,12 +132,11 @@ def encode_batches(dataset, tokenizer, seq_length, pad_to_multiple=PAD_TO_MULTIP
     pair, labelled = layout(dataset)
 
     def to_features(*element):
-        texts, labels = (element[0], element[1:]) if labelled else (element, ())
+        # map unpacks the element: (texts,), (texts, texts_b), (texts, labels) or ((texts, texts_b), labels).
+        texts, labels = (element[0], element[1:]) if labelled else (element if pair else element[0], ())
         texts_b = None
         if pair:
             texts, texts_b = texts
-        else:
-            (texts,) = texts
         features = encode(tokenizer, seq_length, texts, texts_b, pad_to_multiple)
         return (features, *labels) if labels else features
 

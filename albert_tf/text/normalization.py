@@ -2,8 +2,10 @@
 
 The original (`preprocess_text` in google-research/albert `tokenization.py`) runs, in this order:
 collapse whitespace with Python's `str.split()`, replace ``` `` ``` and `''` with `"`, NFKD, drop characters
-whose canonical combining class is not 0, lowercase with `str.lower()`. The in-graph tokenizer repeats these
-steps with TensorFlow ops; the classes below are computed from this interpreter's `unicodedata` so both
+whose canonical combining class is not 0, lowercase with `str.lower()`. With `keep_accents` (Hugging Face's
+`AlbertTokenizer` name and meaning) the NFKD and mark-dropping steps are skipped: a corpus whose marks carry
+meaning (Japanese, Vietnamese, Hindi, Thai: albert_tf.text.marks) keeps them. The in-graph tokenizer repeats
+these steps with TensorFlow ops; the classes below are computed from this interpreter's `unicodedata` so both
 sides use the same tables (RE2's `\\s`, `\\d` and `\\p{Mn}` are different sets).
 """
 
@@ -14,12 +16,13 @@ import unicodedata
 PIECE_PREFIX = "\u2581"  # "▁": SentencePiece's word-start marker.
 
 
-def preprocess_text(text, lower=True):
+def preprocess_text(text, lower=True, keep_accents=False):
     """Normalizes one line of text the way the original ALBERT tokenizer does.
 
     Args:
       text: str (bytes are decoded as UTF-8, invalid bytes replaced by U+FFFD).
       lower: lowercase after removing accents (the released ALBERT models are uncased).
+      keep_accents: skip NFKD and the removal of combining marks (the original removes them).
 
     Returns:
       The normalized str.
@@ -28,7 +31,7 @@ def preprocess_text(text, lower=True):
         text = text.decode("utf-8", errors="replace")
     text = " ".join(text.split())
     text = text.replace("``", '"').replace("''", '"')
-    if not text.isascii():  # NFKD and combining marks leave ASCII unchanged: skip the per-character work.
+    if not keep_accents and not text.isascii():  # ASCII has neither compatibility forms nor marks
         text = unicodedata.normalize("NFKD", text)
         text = "".join(c for c in text if not unicodedata.combining(c))
     if lower:

@@ -69,7 +69,9 @@ def predict_answers(model, tokenizer, questions, contexts, settings, batch_size)
     Returns:
       `answers`' dict as NumPy arrays [len(questions)], answer_text as str.
     """
-    lengths = tf.constant(AlbertTokenizer(tokenizer.model_file, tokenizer.do_lower_case).surface_lengths)
+    lengths = tf.constant(
+        AlbertTokenizer(tokenizer.model_file, tokenizer.do_lower_case, tokenizer.keep_accents).surface_lengths
+    )
 
     def run(features):
         count = int(tf.shape(features["input_word_ids"])[0])

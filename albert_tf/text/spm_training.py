@@ -26,6 +26,7 @@ def train(
     *,
     vocab_size,
     do_lower_case=True,
+    keep_accents=False,
     model_type="unigram",
     character_coverage=0.99995,
     input_sentence_size=10_000_000,
@@ -63,7 +64,7 @@ def train(
         try:
             for lines in reader.files():
                 for line in lines:
-                    text = preprocess_text(line, lower=do_lower_case)
+                    text = preprocess_text(line, lower=do_lower_case, keep_accents=keep_accents)
                     if text:
                         counts["lines"] += 1
                         yield text

@@ -74,9 +74,37 @@ def truncated_lengths(length_a, length_b, max_tokens):
     return new_a, min(length_b, max_tokens - new_a)
 
 
-def _needs_comma_split(piece):
+def needs_comma_split(piece):
     """The digit-comma rule's test: a piece that ends in a comma right after a digit."""
     return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def _split_comma_piece(processor, piece):
+    """The pieces a piece ending in a digit and "," becomes: the original's rule (its tokenization.py
+    encode_pieces): the piece re-encoded without the comma and its "▁", the first part's "▁" dropped when the
+    piece had none, then ","."""
+    parts = processor.encode(piece[:-1].replace(PIECE_PREFIX, ""), out_type=str)
+    if not piece.startswith(PIECE_PREFIX) and parts and parts[0].startswith(PIECE_PREFIX):
+        parts = parts[1:] if len(parts[0]) == 1 else [parts[0][1:], *parts[1:]]
+    return [*parts, ","]
+
+
+def comma_rewrites(processor):
+    """{id: the ids the digit-comma rule turns it into} for the vocabulary's pieces the rule rewrites, or None
+    when the model has no "," piece of its own.
+
+    With a "," piece, SentencePiece never puts a comma in an unknown run, so the rule only ever rewrites these
+    ids and works on ids alone: text becomes SentencePiece's ids, each of these replaced by its row. Without
+    one, the rule must look at the text of unknown runs (see AlbertTokenizer.encode_batch).
+    """
+    comma = processor.piece_to_id(",")
+    if processor.is_unknown(comma) or processor.is_control(comma) or processor.is_unused(comma):
+        return None
+    return {
+        i: [processor.piece_to_id(part) for part in _split_comma_piece(processor, processor.id_to_piece(i))]
+        for i in range(processor.get_piece_size())
+        if needs_comma_split(processor.id_to_piece(i))
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,15 +122,18 @@ class AlbertTokenizer:
     Args:
       model_file: path of a SentencePiece model with <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4.
       do_lower_case: lowercase before SentencePiece (True for the released uncased models).
+      keep_accents: keep combining marks and skip NFKD (False, the original's, for the released models).
     """
 
-    def __init__(self, model_file, do_lower_case=True):
+    def __init__(self, model_file, do_lower_case=True, keep_accents=False):
         self.model_file = str(model_file)
         self.do_lower_case = do_lower_case
+        self.keep_accents = keep_accents
         self.sp = load_sentencepiece(model_file)
+        self._rewrites = comma_rewrites(self.sp)
         # Ids whose piece the digit-comma rule rewrites: a line without them needs no rewriting.
         self._comma_ids = frozenset(
-            i for i in range(self.sp.get_piece_size()) if _needs_comma_split(self.sp.id_to_piece(i))
+            i for i in range(self.sp.get_piece_size()) if needs_comma_split(self.sp.id_to_piece(i))
         )
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
             SPECIAL_IDS[p] for p in (PAD, UNK, CLS, SEP, MASK)
@@ -113,7 +144,7 @@ class AlbertTokenizer:
         return self.sp.get_piece_size()
 
     def normalize(self, text):
-        return preprocess_text(text, lower=self.do_lower_case)
+        return preprocess_text(text, lower=self.do_lower_case, keep_accents=self.keep_accents)
 
     def tokenize(self, text):
         """Text → pieces (normalized first), with the original's digit-comma rule.
@@ -127,14 +158,7 @@ class AlbertTokenizer:
     def _split_digit_commas(self, normalized):
         pieces = []
         for piece in self.sp.encode(normalized, out_type=str):
-            if _needs_comma_split(piece):
-                parts = self.sp.encode(piece[:-1].replace(PIECE_PREFIX, ""), out_type=str)
-                if not piece.startswith(PIECE_PREFIX) and parts and parts[0].startswith(PIECE_PREFIX):
-                    parts = parts[1:] if len(parts[0]) == 1 else [parts[0][1:], *parts[1:]]
-                pieces.extend(parts)
-                pieces.append(",")
-            else:
-                pieces.append(piece)
+            pieces.extend(_split_comma_piece(self.sp, piece) if needs_comma_split(piece) else [piece])
         return pieces
 
     def encode(self, text):
@@ -145,15 +169,26 @@ class AlbertTokenizer:
         """Texts → lists of ids, SentencePiece encoding them in one call, on this thread.
 
         SentencePiece's own thread pool costs more to start than it saves on a few lines, and the builder
-        already runs a worker process per core. Only lines whose ids hold a piece the digit-comma rule
-        rewrites (or <unk>, whose piece is not in the vocabulary, next to a comma) go through pieces again.
+        already runs a worker process per core. The digit-comma rule then replaces the ids it rewrites
+        (comma_rewrites); for a model without a "," piece, lines with <unk> (whose text may end in a digit
+        and a comma) go through pieces again, as the original does.
         """
         normalized = [self.normalize(text) for text in texts]
         out = self.sp.encode(normalized, num_threads=1)
         for i, ids in enumerate(out):
-            if not self._comma_ids.isdisjoint(ids) or (self.unk_id in ids and "," in normalized[i]):
-                out[i] = [self.sp.piece_to_id(piece) for piece in self._split_digit_commas(normalized[i])]
+            if self._rewrites is not None:
+                if not self._comma_ids.isdisjoint(ids):
+                    out[i] = [new for old in ids for new in self._rewrites.get(old, (old,))]
+            elif not self._comma_ids.isdisjoint(ids) or (self.unk_id in ids and "," in normalized[i]):
+                out[i] = self.piece_ids(self._split_digit_commas(normalized[i]))
         return out
+
+    def piece_ids(self, pieces):
+        """Pieces of text (tokenize's) → ids. A piece is looked up by its text, so an unknown run that spells
+        a control piece ("[MASK]" where the model has no "[") would become that piece's id, as in the
+        original: it is <unk> here, as SentencePiece's own ids have it. Text never becomes a control id."""
+        ids = [self.sp.piece_to_id(piece) for piece in pieces]
+        return [self.unk_id if self.sp.is_control(i) or self.sp.is_unused(i) else i for i in ids]
 
     def decode(self, ids):
         """Ids → text (special pieces dropped)."""

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from albert_tf.checkpoints.tf1_variables import assign_tf1_weights, tf1_variable_map
+from albert_tf.checkpoints.tf1_variables import TRANSPOSED, assign_tf1_weights, tf1_variable_map
 from albert_tf.models import AlbertEncoder, AlbertPretrainer
 from tests.helpers import tiny_config
+from tests.models.test_goldens import GOLDENS, load_golden
 
 
 def pretrainer_for(**changes):
@@ -67,3 +68,30 @@ def test_assign_reports_missing_names_and_shape_mismatches():
     assign_tf1_weights(pretrainer, arrays)
     for weight, value in zip(pretrainer.weights, before, strict=True):
         np.testing.assert_allclose(weight.numpy(), value + 1.0)
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_the_names_are_those_of_the_original_checkpoints(name):
+    """The goldens hold their weights under the original TF1 names (as Google's releases store them):
+    the pretrainer has exactly those, the encoder those under `bert/`, each of the golden's shape
+    (transposed where the original stores [out, in])."""
+    config, _, weights, _ = load_golden(name)
+    pretrainer = AlbertPretrainer(AlbertEncoder(config))
+    names = tf1_variable_map(pretrainer)
+    assert set(names) == set(weights)
+    for tf1, variable in names.items():
+        shape = tuple(variable.shape)
+        assert (shape[::-1] if tf1 in TRANSPOSED else shape) == weights[tf1].shape, tf1
+    encoder_names = tf1_variable_map(pretrainer.encoder)
+    assert set(encoder_names) == {tf1 for tf1 in weights if tf1.startswith("bert/")}
+
+
+def test_models_of_other_kinds_and_partial_sharing_are_named_in_the_errors():
+    with pytest.raises(TypeError) as error:
+        tf1_variable_map(object())
+    assert str(error.value) == "expected an AlbertEncoder or AlbertPretrainer, got object"
+    with pytest.raises(ValueError) as error:
+        tf1_variable_map(AlbertEncoder(tiny_config(sharing="ffn")))
+    assert str(error.value) == (
+        "sharing='ffn' has no counterpart in the original checkpoint layout, which shares whole blocks only"
+    )

@@ -35,3 +35,26 @@ def test_squad_as_the_official_scripts():
     # q1: EM 1, F1 1; q2: EM 0, F1 2·(1/2·1)/(1/2+1) = 2/3; q3 (missing prediction = ""): EM 1, F1 1.
     assert scores["exact_match"] == pytest.approx(200 / 3)
     assert scores["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 3)
+
+
+def test_more_classification_metrics_by_hand():
+    assert metrics.accuracy([1, 0, 1], [1, 0, 0]) == pytest.approx(2 / 3)
+    # tp 1, fn 2, fp 1, tn 3: (1·3 − 1·2) / √(2·3·4·5).
+    labels, predictions = [1, 1, 1, 0, 0, 0, 0], [1, 0, 0, 1, 0, 0, 0]
+    assert metrics.matthews_correlation(labels, predictions) == pytest.approx(1 / 120**0.5)
+    assert metrics.f1(labels, predictions) == pytest.approx(2 / (2 + 2 + 1))
+    assert metrics.f1([0, 1, 2], [0, 2, 2], positive=2) == pytest.approx(2 / 3)  # tp 1, fp 1, fn 0
+
+
+def test_metrics_of_nothing_to_count_are_zero():
+    """No examples, no positive class predicted nor present, a constant score: 0, not NaN (as scikit-learn
+    and SciPy's callers report them)."""
+    assert metrics.accuracy([], []) == 0.0
+    assert metrics.f1([0, 0], [0, 0]) == 0.0
+    assert metrics.pearson([1, 1, 1], [1, 2, 3]) == 0.0
+    assert metrics.spearman([2, 2, 2], [1, 2, 3]) == 0.0
+
+
+def test_spearman_ranks_by_value_not_by_position():
+    assert metrics.spearman([3, 1, 2], [1, 2, 3]) == pytest.approx(-0.5)  # ranks (3, 1, 2) against (1, 2, 3)
+    assert metrics.spearman([10, 20, 30], [1, 4, 9]) == pytest.approx(1.0)  # monotonic, not linear

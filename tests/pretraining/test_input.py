@@ -392,11 +392,14 @@ def test_a_truncated_shard_is_refused_or_saves_the_last_step_and_the_rebuilt_run
 
 
 def test_the_records_casing_goes_to_the_model_directory(built, tmp_path):
-    """The run writes tokenizer.json from its manifest's do_lower_case: a cased build gives a cased model."""
-    assert PretrainingInput(settings(built, tmp_path), 8000, None).do_lower_case is True
+    """The run writes tokenizer.json from its manifest's do_lower_case and keep_accents: a cased build gives a
+    cased model, one that kept its marks a model that keeps them."""
+    built_input = PretrainingInput(settings(built, tmp_path), 8000, None)
+    assert (built_input.do_lower_case, built_input.keep_accents) == (True, False)
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
     manifest = json.loads((copy / "train.tfrecord.manifest.json").read_text())
-    manifest["settings"]["do_lower_case"] = False
+    manifest["settings"].update(do_lower_case=False, keep_accents=True)
     (copy / "train.tfrecord.manifest.json").write_text(json.dumps(manifest))
-    assert PretrainingInput(settings(copy, tmp_path), 8000, None).do_lower_case is False
+    copied = PretrainingInput(settings(copy, tmp_path), 8000, None)
+    assert (copied.do_lower_case, copied.keep_accents) == (False, True)

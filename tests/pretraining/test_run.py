@@ -350,19 +350,27 @@ def write_tf1_release(pretrainer, folder):
 
 def test_a_starting_model_with_another_tokenizer_or_casing_than_the_records_is_refused(tmp_path):
     """--init_checkpoint's model must read the records' ids as they were built (the sample's manifest names
-    its SentencePiece model and lowercasing): another SentencePiece model, or a cased model, is refused
-    before any weight is loaded, naming both; the records' own tokenizer and casing start."""
+    its SentencePiece model, lowercasing and the original's dropped marks): another SentencePiece model, a
+    cased model, or one that keeps marks is refused before any weight is loaded, naming both; the records'
+    own tokenizer and normalization start."""
     config = shipped.config_file("albert_tiny")
     pretrainer = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
+    built_from = (
+        r"train\.manifest\.json \(--input_file\) was built from lowercased text with combining marks dropped"
+    )
     cases = (
-        ("other", small_spm(tmp_path), True, r"its SentencePiece model .*other/spm\.model is not the one "
-         r".*train\.manifest\.json \(--input_file\) was built with, .*spm_8k\.model"),
-        ("cased", str(SAMPLE_SPM), False, r"takes cased text, but .*train\.manifest\.json \(--input_file\) "
-         r"was built from lowercased text"),
-        ("same", str(SAMPLE_SPM), True, None),
+        ("other", small_spm(tmp_path), True, False, r"its SentencePiece model .*other/spm\.model is not the "
+         r"one .*train\.manifest\.json \(--input_file\) was built with, .*spm_8k\.model"),
+        ("cased", str(SAMPLE_SPM), False, False, r"takes cased text with combining marks dropped, but .*"
+         + built_from),
+        ("marks", str(SAMPLE_SPM), True, True, r"takes lowercased text with its combining marks kept, but .*"
+         + built_from),
+        ("same", str(SAMPLE_SPM), True, False, None),
     )  # fmt: skip
-    for name, spm, lowercased, refusal in cases:
-        model_dir.save_model_dir(pretrainer, tmp_path / name, spm, do_lower_case=lowercased)
+    for name, spm, lowercased, keeps_accents, refusal in cases:
+        model_dir.save_model_dir(
+            pretrainer, tmp_path / name, spm, do_lower_case=lowercased, keep_accents=keeps_accents
+        )
         run_settings = PretrainingSettings(
             albert_config_file=config, input_file=shipped.resolve("input_file", "sample"),
             output_dir=str(tmp_path / f"run_{name}"), max_seq_length=64, max_predictions_per_seq=10,
@@ -401,10 +409,18 @@ def test_some_shards_of_a_build_and_held_out_records_are_held_to_the_builds_toke
     manifest["settings"]["do_lower_case"] = False
     (cased / "eval.manifest.json").write_text(json.dumps(manifest))
     refusal = (
-        r"--eval_input_file: .*cased/eval\.manifest\.json was built from cased text, but --input_file's "
-        r".*train\.manifest\.json from lowercased text"
+        r"--eval_input_file: .*cased/eval\.manifest\.json was built from cased text with combining marks "
+        r"dropped, but --input_file's .*train\.manifest\.json from lowercased text with combining marks "
+        r"dropped"
     )
     with pytest.raises(TokenizerError, match=refusal):
+        build(PretrainingSettings(
+            input_file=str(sample / "train.manifest.json"), eval_input_file=str(cased / "eval.manifest.json"),
+            **common,
+        ))  # fmt: skip
+    manifest["settings"].update(do_lower_case=True, keep_accents=True)  # marks kept: other pieces again
+    (cased / "eval.manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(TokenizerError, match=r"from lowercased text with its combining marks kept, but"):
         build(PretrainingSettings(
             input_file=str(sample / "train.manifest.json"), eval_input_file=str(cased / "eval.manifest.json"),
             **common,

@@ -2,11 +2,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from albert_tf.text import spm_training
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
 from albert_tf.text.tokenizer import AlbertTokenizer
 from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
-from tests.text.text_samples import varied_lines
+from tests.text.text_samples import MARKED_LINES, varied_lines
 
 
 def _model_proto_class():
@@ -120,6 +123,90 @@ def test_works_inside_tf_function_and_tf_data(tokenizers):
     packed = tf.function(lambda t: graph.pack(graph.tokenize(t), seq_length=12))(tf.constant(lines))
     assert packed["input_word_ids"].dtype == tf.int32
     assert np.all(packed["input_word_ids"][:, 0] == 2)
+
+
+# Capitals Python 3.11's str.lower lowers and TensorFlow's StringLower (older Unicode tables) does not.
+NEWER_CAPITALS = "Ⱟ Ꟁ Ꟑ Ꟗ Ꟙ \U00010570\U00010571\U00010595 ⱟ"
+
+
+@pytest.fixture(scope="module")
+def marked_model(tmp_path_factory):
+    """A model trained on marked text of several scripts with their marks kept (cased), so that marks,
+    precomposed letters and their NFKD forms have pieces of their own."""
+    folder = tmp_path_factory.mktemp("marked")
+    corpus = folder / "corpus.txt"
+    lines = [*MARKED_LINES * 20, *varied_lines(300, seed=3), *[NEWER_CAPITALS.lower()] * 20]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spm_training.train(
+        [str(corpus)], str(folder / "m"), vocab_size=400, do_lower_case=False, keep_accents=True,
+        character_coverage=1.0,
+    )  # fmt: skip
+    return str(folder / "m.model")
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("keep_accents", [True, False])
+def test_in_graph_ids_equal_python_ids_on_marked_scripts_with_and_without_keep_accents(
+    marked_model, lower, keep_accents
+):
+    python = AlbertTokenizer(marked_model, do_lower_case=lower, keep_accents=keep_accents)
+    graph = InGraphTokenizer(marked_model, do_lower_case=lower, keep_accents=keep_accents)
+    lines = [*MARKED_LINES, *varied_lines(1000, seed=11), NEWER_CAPITALS, f"x{NEWER_CAPITALS}\x00Ⱟ"]
+    _assert_same_ids((python, graph), lines)
+    # The marks are kept (or dropped) as asked: a Vietnamese tone and a kana voicing mark survive only with
+    # keep_accents, and then as pieces of the model, not <unk>.
+    pieces = graph.tokenize_pieces(tf.constant(["Tiếng がぎ"])).to_list()[0]
+    text = "".join(piece.decode() for piece in pieces)
+    assert ("ế" in text and "が" in text) == keep_accents, pieces
+    assert ("e" in text and "か" in text) == (not keep_accents), pieces
+
+
+@pytest.mark.parametrize("commas", [True, False])
+def test_text_never_becomes_a_control_id_even_where_the_model_lacks_its_characters(tmp_path, commas):
+    # A cased model that has no "[" piece reads "[MASK]" in text as one unknown run: <unk>, in every
+    # tokenizer, with or without a digit-comma piece in the line (the original would look its text up). A
+    # model without a "," piece takes the pieces path in both tokenizers.
+    corpus = tmp_path / "corpus.txt"
+    lines = [*MARKED_LINES, "In 1990, 2000, 3,5 and 1,000,"]
+    lines = lines if commas else [line.replace(",", " ").replace("，", " ") for line in lines]
+    corpus.write_text("\n".join(lines * 20) + "\n", "utf-8")
+    spm_training.train(
+        [str(corpus)], str(tmp_path / "m"), vocab_size=260, do_lower_case=False, keep_accents=True
+    )
+    model = str(tmp_path / "m.model")
+    python, graph = AlbertTokenizer(model, False, True), InGraphTokenizer(model, False, True)
+    assert python.sp.piece_to_id("[") == python.unk_id
+    assert (python.sp.piece_to_id(",") != python.unk_id) == commas
+    lines = ["Das [MASK] x", "Das [MASK] x, in 1990, y", "[CLS] 1990, [SEP]", "<pad> 3,5 <unk>"]
+    _assert_same_ids((python, graph), lines)
+    assert all(python.unk_id in python.encode(line) for line in lines)
+    assert not {python.cls_id, python.sep_id, python.mask_id, python.pad_id} & {
+        i for line in lines for i in python.encode(line)
+    }
+
+
+# Any assigned code point but surrogates (a request's strings are UTF-8): code points unassigned in this
+# interpreter's tables may be assigned in TensorFlow's ICU (see InGraphTokenizer). Marks, spaces and controls
+# are drawn often.
+_CHARACTERS = st.one_of(
+    st.characters(exclude_categories=("Cs", "Cn")),
+    st.characters(categories=("Mn", "Mc", "Me", "Zs", "Cc")),
+    st.sampled_from(" ,0123456789`'\u2581"),
+)
+
+
+@pytest.mark.parametrize("keep_accents", [True, False])
+def test_in_graph_ids_equal_python_ids_on_random_unicode(marked_model, keep_accents):
+    settings_ = [(marked_model, lower, keep_accents) for lower in (True, False)]
+    tokenizers = [(AlbertTokenizer(*each), InGraphTokenizer(*each)) for each in settings_]
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(st.text(_CHARACTERS, max_size=40), min_size=1, max_size=8))
+    def same_ids(lines):
+        for pair in tokenizers:
+            _assert_same_ids(pair, lines)
+
+    same_ids()
 
 
 @pytest.mark.parametrize("lower", [True, False])

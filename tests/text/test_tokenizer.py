@@ -119,3 +119,90 @@ def test_a_tokenizer_fits_a_vocabulary_at_least_its_size():
     refused = r"spm_8k\.model has 8,000 pieces but config\.json has vocab_size 7,999: its ids past 7,998 "
     with pytest.raises(TokenizerError, match=refused):
         check_fits_vocabulary(SAMPLE_SPM, 7999, "config.json")
+
+
+def test_character_classes_are_the_python_predicates_as_ranges():
+    """The in-graph tokenizer's RE2 classes: every code point the predicate holds for, consecutive ones as one
+    range, single ones alone, up to the last plane (the fullwidth and mathematical digits and the Glagolitic
+    combining marks lie above the surrogates)."""
+    assert normalization.whitespace_class() == (
+        r"[\x{9}-\x{d}\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}-\x{2029}\x{202f}\x{205f}"
+        r"\x{3000}]"
+    )
+    assert r"\x{30}-\x{39}" in normalization.digit_class()
+    assert r"\x{ff10}-\x{ff19}" in normalization.digit_class()
+    assert normalization.combining_class().startswith(r"[\x{300}-\x{34e}\x{350}-\x{36f}")
+    assert r"\x{1e000}-\x{1e006}" in normalization.combining_class()
+
+
+@pytest.mark.parametrize(
+    "text, pieces",
+    [
+        ("in 1990, the", ["▁in", "▁199", "0", ",", "▁the"]),  # "0," inside a word: no "▁" added
+        ("a65, b", ["▁a", "65", ",", "▁b"]),  # "65" alone encodes as "▁" "65": the "▁" goes
+        ("x32, y", ["▁x", "32", ",", "▁y"]),
+        ("[1, 2]", ["▁", "[", "1", ",", "▁", "2]"]),
+        ("{0, 1}", ["▁{", "0", ",", "▁", "1}"]),  # "▁{0," starts a word: it keeps its "▁"
+        ("1, 2", ["▁", "1", ",", "▁2"]),
+    ],
+)
+def test_digit_comma_pieces_inside_and_at_the_start_of_words(tokenizer, text, pieces):
+    """Pieces the sample model glues to a comma after a digit ("0,", "65,", "32,", "[1,", "▁{0,", "1,"),
+    re-encoded without the comma: the same pieces join back to the text, and encode gives their ids."""
+    assert tokenizer.tokenize(text) == pieces
+    assert "".join(pieces).replace("▁", " ").strip() == text
+    assert tokenizer.encode(text) == [tokenizer.piece_to_id(piece) for piece in pieces]
+    assert tokenizer.unk_id not in tokenizer.encode(text)
+
+
+def test_a_tokenizer_from_bytes_and_its_casing(tmp_path):
+    """From the model's bytes (what a SavedModel keeps) as from its file; uncased unless told, and it keeps
+    the file and the casing it was made with (to make the same tokenizer again)."""
+    model = SAMPLE_SPM.read_bytes()
+    from_bytes, from_file = AlbertTokenizer(model), AlbertTokenizer(SAMPLE_SPM)
+    assert from_bytes.encode("The Python 3, 1990.") == from_file.encode("The Python 3, 1990.")
+    assert from_file.tokenize("Hello World") == from_file.tokenize("hello world")
+    assert (from_file.model_file, from_file.do_lower_case) == (str(SAMPLE_SPM), True)
+    cased = AlbertTokenizer(SAMPLE_SPM, do_lower_case=False)
+    assert cased.normalize("Héllo World") == "Hello World" and cased.do_lower_case is False
+    assert cased.tokenize("Hello") != from_file.tokenize("Hello")
+    with pytest.raises(TokenizerError, match=r"^the SentencePiece model given as bytes: not a readable"):
+        AlbertTokenizer(b"not a model")
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter([f"line {i} of some words here" for i in range(200)]),
+        model_prefix=str(tmp_path / "plain"), vocab_size=40, minloglevel=2,
+    )  # fmt: skip
+    with pytest.raises(TokenizerError) as error:
+        AlbertTokenizer((tmp_path / "plain.model").read_bytes())
+    assert str(error.value).startswith(
+        "the SentencePiece model given as bytes: expected piece '<pad>' at id 0"
+    )
+    assert str(error.value).endswith("; train the model with `python -m albert_tf.train_tokenizer`")
+
+
+def test_pack_single_texts_truncation_padding_and_the_shortest_length(tokenizer):
+    ids = tokenizer.encode("one two three four five six seven eight")
+    single = tokenizer.pack("one two three four five six seven eight", seq_length=8)
+    assert single.input_word_ids == [2, *ids[:6], 3]  # a single text keeps seq_length - 2 tokens
+    assert single.input_type_ids == [0] * 8
+    assert len(tokenizer.pack("one").input_word_ids) == 128  # the default length
+    assert tokenizer.pack("one", seq_length=2).input_word_ids == [2, 3]  # room for the specials only
+    assert tokenizer.pack("one", "two", seq_length=3).input_word_ids == [2, 3, 3]
+    with pytest.raises(ValueError, match="^seq_length 1 leaves no room for text after the special tokens$"):
+        tokenizer.pack("one", seq_length=1)
+    with pytest.raises(ValueError, match="^seq_length 2 leaves no room"):
+        tokenizer.pack("one", "two", seq_length=2)
+    pair = tokenizer.pack("one", "two", seq_length=10)
+    a, b = tokenizer.encode("one"), tokenizer.encode("two")
+    padding = 10 - len(a) - len(b) - 3
+    assert pair.input_type_ids == [0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * padding
+
+
+def test_decode_drops_the_special_pieces_and_padding_and_keeps_unknown_text(tokenizer):
+    packed = tokenizer.pack("The interpreter prints 1,000 times.", "A second text.", seq_length=32)
+    assert tokenizer.decode(packed.input_word_ids) == tokenizer.normalize(
+        "The interpreter prints 1,000 times. A second text."
+    )
+    unknown = tokenizer.encode("x \u2603 y")
+    assert tokenizer.unk_id in unknown
+    assert tokenizer.decode(unknown).split() == ["x", "\u2047", "y"]  # SentencePiece's mark for <unk>

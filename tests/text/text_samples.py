@@ -96,3 +96,22 @@ def varied_lines(count, seed=0):
             parts.append(rng.choice((" ", "", "  ", "\t", ", ", " \u3000 ")))
         lines.append("".join(parts))
     return lines
+
+
+# Sentences in scripts whose combining marks carry meaning, and in scripts that write words without spaces:
+# what the keep_accents path must keep, character for character, in every tokenizer.
+MARKED_LINES = (
+    "Tiếng Việt có dấu: Chọn tệp mà bạn muốn mở.",
+    "Nhấn nút Lưu để ghi lại các thay đổi, 1,000 lần.",
+    "がぎぐげご ドイツ語のガイドをダウンロードしてください。",
+    "変更を保存するには、ボタンをクリックします。",
+    "हिन्दी भारत की एक प्रमुख भाषा है।",
+    "क्या आप फ़ाइल खोलना चाहते हैं?",
+    "ภาษาไทยไม่มีช่องว่างระหว่างคำ ผู้ใช้ต้องเลือกไฟล์",
+    "한국어 문서를 저장하려면 버튼을 누르세요.",
+    "اللغة العربية: اخْتَرِ المَلَفَّ الَّذِي تُرِيدُ فَتْحَهُ.",
+    "עִבְרִית: בחר את הקובץ שברצונך לפתוח.",
+    "中文文本没有空格，句子以句号结束。",
+    "Größe, Übergröße und Maße: ÄÖÜ äöü ß.",
+    "e\u0301 e\u0300 a\u0308 n\u0303 (combining) é è ä ñ (precomposed)",
+)

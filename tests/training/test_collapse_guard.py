@@ -34,7 +34,8 @@ def test_a_spike_is_flagged_and_the_last_healthy_step_kept():
     )
     assert guard.healthy_step == 8
     guard.rolled_back(8)
-    assert guard.smoothed == 3.5 and guard.loss(3.4, 10) is None and guard.healthy_step == 10
+    assert guard.smoothed == 3.5 and guard.healthy_step == 8
+    assert guard.loss(3.4, 10) is None and guard.healthy_step == 10
 
 
 def test_a_loss_that_falls_is_never_a_spike():
@@ -87,3 +88,33 @@ def test_a_guard_restored_from_its_state_reads_on_as_the_one_it_was_saved_from()
         guard.loss(loss, step) for step, loss in enumerate(later)
     ]
     assert restored.guard.state() == guard.state() and guard.healthy_step == len(later) - 4
+
+
+def test_a_spike_from_a_best_of_zero_or_with_a_chance_loss_of_zero_says_so():
+    # A regression fitted perfectly (best 0): no ratio to give. Constant scores (chance loss 0): no share.
+    fitted = CollapseGuard(chance_loss=1.0)
+    assert fitted.loss(0.0, 1) is None
+    assert fitted.loss(2.0, 2) == (
+        "loss spike: the smoothed loss 1.0000 is above its best 0.0000, 100% of the chance loss (1.0000) "
+        "above it"
+    )
+    constant = CollapseGuard(chance_loss=0.0)
+    assert constant.loss(1.0, 1) is None
+    assert constant.loss(5.0, 2) == (
+        "loss spike: the smoothed loss 3.0000 is 3.0x its best 1.0000, with a chance loss of 0"
+    )
+
+
+def test_the_bounds_healthy_within_and_a_spike_past():
+    # Smoothed exactly HEALTHY_FACTOR (1.25) times the best is still healthy: (4 + 6) / 2 = 5.
+    guard = CollapseGuard(chance_loss=0.0)
+    guard.loss(4.0, 1)
+    guard.loss(6.0, 2)
+    assert guard.healthy_step == 2
+    # Exactly twice the best is no spike: (2 + 6) / 2 = 4.
+    twice = CollapseGuard(chance_loss=0.0)
+    assert twice.loss(2.0, 1) is None and twice.loss(6.0, 2) is None and twice.smoothed == 4.0
+    # A rise of exactly a quarter of the chance loss is no spike: (1 + 5) / 2 = 3, 2 above the best 1.
+    quarter = CollapseGuard(chance_loss=8.0)
+    assert quarter.loss(1.0, 1) is None and quarter.loss(5.0, 2) is None and quarter.smoothed == 3.0
+    assert quarter.loss(5.0, 3) is not None  # (3 + 5) / 2 = 4: 3 above, past the quarter

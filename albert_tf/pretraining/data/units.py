@@ -49,6 +49,7 @@ class BuildSettings:
 
     spm_model_file: str
     do_lower_case: bool = True
+    keep_accents: bool = False
     options: InstanceOptions = InstanceOptions()
     dupe_factor: int = 40
     random_seed: int = 12345
@@ -117,7 +118,9 @@ def _read_model(path, files):
 def _load(settings, model):
     """The tokenizer and InstanceMaker of settings from the model's bytes."""
     try:
-        tokenizer = AlbertTokenizer(model, do_lower_case=settings.do_lower_case)
+        tokenizer = AlbertTokenizer(
+            model, do_lower_case=settings.do_lower_case, keep_accents=settings.keep_accents
+        )
     except ValueError as error:  # TokenizerError: not a model, or no ALBERT pieces
         raise BuildError(f"--spm_model_file={settings.spm_model_file}: {error}") from None
     return tokenizer, InstanceMaker(settings.options, Vocabulary.from_sentencepiece(tokenizer.sp))
@@ -138,7 +141,7 @@ def pin_model(settings, files):
 
 
 def _cache_key(settings):
-    return (settings.spm_model_sha256, settings.do_lower_case, settings.options)
+    return (settings.spm_model_sha256, settings.do_lower_case, settings.keep_accents, settings.options)
 
 
 def tokenizer_and_maker(settings, files):

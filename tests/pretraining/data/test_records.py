@@ -68,3 +68,38 @@ def test_gzip_files_read_back_with_tensorflow(tmp_path):
         assert handle.read(2) == b"\x1f\x8b"  # a standard gzip stream
     read = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP")]
     assert read == records
+
+
+def test_values_at_the_edges_of_one_and_two_byte_varints_and_long_features_equal_tensorflow():
+    # 65,536 and 70,000 bytes of values: lengths past the table of small varints (3 bytes each).
+    ints = {"ids": [127, 128, 129, 16383, 16384], "edge": [1] * 65_536, "long": [1] * 70_000}
+    expected = _tf_example(ints, {}).SerializeToString(deterministic=True)
+    assert serialize_example(ints) == expected
+    assert serialize_example({"ids": [128]}) == _tf_example({"ids": [128]}, {}).SerializeToString()
+
+
+def test_gzip_files_hold_no_name_or_time_so_the_bytes_depend_on_the_records_only(tmp_path):
+    records = [serialize_example({"x": [i]}) for i in range(20)]
+    for name in ("a.tfrecord.gz", "other.tfrecord.gz"):
+        with TFRecordWriter(str(tmp_path / name), gzip_compressed=True) as writer:
+            for record in records:
+                writer.write(record)
+    data = (tmp_path / "a.tfrecord.gz").read_bytes()
+    assert data == (tmp_path / "other.tfrecord.gz").read_bytes()
+    assert data[3] == 0 and data[4:8] == b"\0\0\0\0"  # no flags (no file name), mtime 0
+    assert data[8] == 0  # neither the fastest nor the best compression: zlib's default level
+
+
+def test_records_go_through_the_file_system_given(tmp_path):
+    """open_file (a file system's writer: gs:// and the like) receives the path and gets the bytes."""
+    opened = []
+
+    def open_file(path):
+        opened.append(path)
+        return open(tmp_path / "elsewhere.tfrecord", "wb")  # noqa: SIM115 (the writer closes it)
+
+    with TFRecordWriter("gs://bucket/train.tfrecord", open_file=open_file) as writer:
+        writer.write(serialize_example({"x": [1]}))
+    assert opened == ["gs://bucket/train.tfrecord"]
+    read = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp_path / "elsewhere.tfrecord"))]
+    assert read == [serialize_example({"x": [1]})]
