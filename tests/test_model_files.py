@@ -150,3 +150,23 @@ def test_the_tokenizer_settings_are_written_and_read_back(tmp_path):
         ValueError, match=r'tokenizer\.json: expected \{"do_lower_case": \.\.\., "keep_accents": true'
     ):
         model_files.keep_accents(tmp_path)
+
+
+def test_the_settings_a_tokenizer_was_trained_with_are_read_back_and_bad_ones_named(tmp_path):
+    prefix = str(tmp_path / "spm" / "albert")
+    (tmp_path / "spm").mkdir()
+    assert model_files.trained_settings_path(prefix + ".model") == prefix + ".tokenizer.json"
+    assert model_files.trained_settings(prefix + ".model") == (prefix + ".tokenizer.json", None)
+    model_files.write_trained_settings(prefix, False, True)
+    assert json.loads((tmp_path / "spm" / "albert.tokenizer.json").read_text()) == {
+        "do_lower_case": False, "keep_accents": True
+    }  # fmt: skip
+    assert model_files.trained_settings(prefix + ".model") == (
+        prefix + ".tokenizer.json", {"do_lower_case": False, "keep_accents": True}
+    )  # fmt: skip
+    expected = '{"do_lower_case": true or false, "keep_accents": true or false}'
+    for bad in ('{"do_lower_case": true}', '{"do_lower_case": 1, "keep_accents": false}', "[]", "not json"):
+        (tmp_path / "spm" / "albert.tokenizer.json").write_text(bad)
+        with pytest.raises(ValueError) as error:
+            model_files.trained_settings(prefix + ".model")
+        assert str(error.value) == f"{prefix}.tokenizer.json: expected {expected}", bad

@@ -52,16 +52,22 @@ def text_settings(tmp_path, **changes):
 def test_a_classifier_run_reads_the_tokenizer_and_the_splits_asked_for(tmp_path):
     test_file = csv(tmp_path / "test.csv", ["Fine.", "Bad."], header="text")
     data = task_data.read(text_settings(tmp_path, test_file=test_file, do_predict=True), "run_classifier")
-    assert (data.spm, data.do_lower_case) == (str(tmp_path / "model" / "spm.model"), True)
+    assert (data.spm, data.do_lower_case, data.keep_accents) == (
+        str(tmp_path / "model" / "spm.model"),
+        True,
+        False,
+    )
     assert data.labels == ("neg", "pos")  # sorted: the index order
     assert {split: [(e.text_a, e.label) for e in examples] for split, examples in data.splits.items()} == {
         "train": [("A fine film.", 1), ("Dull.", 0), ("Great.", 1)],
         "dev": [("Good.", 1)],
         "test": [("Fine.", None), ("Bad.", None)],  # read without labels
     }
-    (tmp_path / "model" / model_files.TOKENIZER_FILE).write_text('{"do_lower_case": false}')
+    # A cased model that keeps its marks is fine-tuned as it was pretrained: both settings read.
+    model_files.write_tokenizer_settings(tmp_path / "model", False, True)
     only_train = task_data.read(text_settings(tmp_path, dev_file=None, do_eval=False), "run_classifier")
-    assert only_train.do_lower_case is False and set(only_train.splits) == {"train"}
+    assert (only_train.do_lower_case, only_train.keep_accents) == (False, True)
+    assert set(only_train.splits) == {"train"}
 
 
 def test_the_model_directory_is_checked_against_the_settings(tmp_path):

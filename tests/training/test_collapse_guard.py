@@ -105,6 +105,11 @@ def test_a_spike_from_a_best_of_zero_or_with_a_chance_loss_of_zero_says_so():
     )
 
 
+def test_before_any_reading_the_healthy_step_is_the_start():
+    # A held-out collapse before the first progress line rolls back to the first checkpoint, step 0.
+    assert CollapseGuard(TWO_CLASSES).state() == {"smoothed": None, "best": None, "healthy_step": 0}
+
+
 def test_the_bounds_healthy_within_and_a_spike_past():
     # Smoothed exactly HEALTHY_FACTOR (1.25) times the best is still healthy: (4 + 6) / 2 = 5.
     guard = CollapseGuard(chance_loss=0.0)
