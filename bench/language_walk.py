@@ -1,8 +1,8 @@
 r"""The README's corpus walk on a corpus in another language: does the tiny ALBERT learn it?
 
-    python data/multilingual/make_corpora.py                 # Japanese and Vietnamese from Debian packages
-    python bench/language_walk.py --corpus=runs/multilingual/ja.txt --language=ja
-    python bench/language_walk.py --corpus=runs/multilingual/vi.txt --language=vi
+    python data/multilingual/make_corpora.py --walk          # Japanese and Vietnamese from Debian packages
+    python bench/language_walk.py --corpus=runs/multilingual/walk/ja.txt --language=ja
+    python bench/language_walk.py --corpus=runs/multilingual/walk/vi.txt --language=vi --vocab_size=4339
 
 Runs, as a user does, the README's commands ("Your corpus to a pretrained model") with --keep_accents on both
 data commands: every 20th document of --corpus held out, `train_tokenizer`, `create_pretraining_data` for the
@@ -80,7 +80,10 @@ def main():
     parser.add_argument("--language", required=True, help="a name for the work folder and the printout")
     parser.add_argument("--work_dir", default=os.path.join(ROOT, "runs", "language_walk"))
     parser.add_argument("--vocab_size", type=int, default=8000, help="the README's")
-    parser.add_argument("--steps", type=int, default=None, help="default: the tiny recipe's 2,000")
+    parser.add_argument(
+        "--steps", type=int, default=None,
+        help="default: the tiny recipe's 2,000 (its 200 warm-up steps, or a tenth of fewer)",
+    )  # fmt: skip
     args = parser.parse_args()
     work = os.path.join(os.path.abspath(args.work_dir), args.language)
     if os.path.exists(work):
@@ -110,7 +113,9 @@ def main():
         ["--input_file=heldout/*.txt", "--output_file=records/eval@1", "--dupe_factor=1", *shape],
         work,
     )
-    steps = [f"--num_train_steps={args.steps}"] if args.steps else []
+    # Fewer steps than the recipe's 200 warm-up steps (a quick look): warm up a tenth of them.
+    steps = [f"--num_train_steps={args.steps}", f"--num_warmup_steps={min(200, args.steps // 10)}"]
+    steps = steps if args.steps else []
     log = run(
         "albert_tf.run_pretraining",
         ["--flagfile=tiny", "--input_file=records/train.manifest.json",

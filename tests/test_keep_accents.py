@@ -3,6 +3,9 @@ writing anything when its marks carry meaning and neither flag is given; with --
 keeps them, the records' manifest and the model directory say so, and conversions carry it both ways."""
 
 import json
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +18,7 @@ from albert_tf.text import spm_training
 from albert_tf.text.normalization import preprocess_text
 from albert_tf.text.tokenizer import AlbertTokenizer
 from tests import commands
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
+from tests.helpers import REPO, SAMPLE_CORPUS, SAMPLE_SPM, tiny_config
 from tests.text.text_samples import MARKED_LINES, varied_lines
 
 # Help text as a Vietnamese and a Japanese user guide write it (one sentence a line).
@@ -211,3 +214,23 @@ def test_an_export_of_a_keep_accents_model_tokenizes_through_the_cpp_loader_as_p
     stripped = AlbertTokenizer(spm, do_lower_case=False)
     assert stripped.encode(VIETNAMESE[0]) != python.encode(VIETNAMESE[0])
     assert np.all(served[:, 0] == 2)
+
+
+@pytest.mark.slow
+def test_the_language_walk_runs_small_on_japanese_with_its_marks_kept(tmp_path):
+    # bench/language_walk.py, the README's walk with --keep_accents, four steps on a small Japanese corpus.
+    documents = ["\n".join(JAPANESE[k:] + JAPANESE[:k]) for k in range(len(JAPANESE))] * 15
+    corpus = tmp_path / "ja.txt"
+    corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    walked = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "language_walk.py"), f"--corpus={corpus}", "--language=ja",
+         "--steps=4", "--vocab_size=70", f"--work_dir={tmp_path / 'walk'}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert walked.returncode == 0, walked.stderr[-3000:] + walked.stdout[-3000:]
+    assert "marks: combining marks kept, in the " in walked.stdout
+    assert "model directory's tokenizer.json: {'do_lower_case': True, 'keep_accents': True}" in walked.stdout
+    kept = re.search(r"held-out marked letters kept as pieces: ([\d,]+) of ([\d,]+)", walked.stdout)
+    assert kept and kept.group(1) == kept.group(2) != "0", walked.stdout
+    result = r"ja: step 4, masked_lm_accuracy 0\.\d{4}, most frequent token 0\.\d{4}: "
+    assert re.search(result, walked.stdout), walked.stdout

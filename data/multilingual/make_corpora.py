@@ -2,6 +2,7 @@
 
     python data/multilingual/make_corpora.py                  # writes runs/multilingual/
     python data/multilingual/make_corpora.py --output_dir=/tmp/multilingual
+    python data/multilingual/make_corpora.py --walk           # runs/multilingual/walk/{ja,vi}.txt
 
 Japanese, Chinese, Vietnamese, Hindi, Korean and German come from the translated help of LibreOffice
 (`libreoffice-help-LANG`, HTML pages) and GNOME (`gnome-user-docs`, Mallard pages); Thai and Arabic, which
@@ -18,6 +19,10 @@ train.txt, each in the order read. Writes into --output_dir:
 - LANG/train.txt, LANG/heldout.txt: one line of text per line (no blank lines);
 - manifest.json: packages (version, licence), per language its sources and line counts, the split rule;
 - copyright/PACKAGE: each package's usr/share/doc/PACKAGE/copyright.
+
+With --walk it writes instead the corpora of bench/language_walk.py: walk/ja.txt and walk/vi.txt, one document
+per help or guide page, one sentence per line in reading order, a blank line between documents (see
+language_documents), and walk/manifest.json.
 
 Never reads perl-doc or Debian's translated man pages (manpages-*): they are reserved for an independent
 evaluation. The same packages give the same bytes. Needs apt-get and dpkg-deb (Debian 12) and Python 3.11.
@@ -41,7 +46,13 @@ import unicodedata
 
 # The download, unpacking and copyright look-up of the English study corpus' builder.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "study"))
-from make_study_corpus import copyright_file, fetch_package, write_atomic  # noqa: E402
+from make_study_corpus import (  # noqa: E402
+    MAX_SENTENCE_REPEATS,
+    copyright_file,
+    drop_repeats,
+    fetch_package,
+    write_atomic,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lines per language held out (the tokenizer parity benchmark compares on them); the rest is for training.
@@ -101,6 +112,10 @@ PACKAGES = {
         Package("inkscape", "GPL (some portions public domain)"),
         Package("gedit-common", "GPL-2"),
         Package("gnome-disk-utility", "GPL-2+"),
+        # Vietnamese documents of the corpus walk (--walk): Debian's guides.
+        Package("maint-guide-ja", "GPL-2.0+"),
+        Package("maint-guide-vi", "GPL-2.0+"),
+        Package("installation-guide-amd64", "GPL-2"),
     )
 }
 # perl-doc and manpages-* (ja, vi, zh, de, ...) are reserved for an independent evaluation: never add them.
@@ -234,6 +249,26 @@ MALLARD = Markup(
     blocks=frozenset({"p", "title", "subtitle", "item", "td", "th", "tr", "list", "section", "page", "note",
                       "terms", "tree", "steps", "table", "desc", "figure", "quote", "example", "links"}),
 )  # fmt: skip
+# DocBook HTML (Debian's guides): navigation bars, tables of contents and screens are not prose; inline code
+# (file names, commands) is part of its sentence and stays.
+DOCBOOK = Markup(
+    skip_tags=frozenset({"head", "script", "style", "pre"}),
+    skip_classes=frozenset({"navheader", "navfooter", "toc", "list-of-tables", "list-of-figures",
+                            "list-of-examples", "screen", "programlisting", "synopsis", "cmdsynopsis"}),
+    skip_ids=frozenset(),
+    blocks=frozenset({"p", "div", "li", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "br", "dd", "dt",
+                      "table", "tr", "ul", "ol", "body", "title", "blockquote"}),
+)  # fmt: skip
+# Each format's markup, by Source.kind. The walk's documents leave out LibreOffice's macOS variants of a
+# phrase ("LibreOffice - Preferences" beside "Tools - Options"): both in a row read as one garbled phrase;
+# and the footer's debug lines ("This page is: /text/...xhp").
+MARKUPS = {"html": HTML, "mallard": MALLARD, "docbook": DOCBOOK}
+WALK_MARKUPS = {
+    **MARKUPS,
+    "html": dataclasses.replace(
+        HTML, skip_tags=HTML.skip_tags | {"footer"}, skip_classes=HTML.skip_classes | {"MAC", "debug"}
+    ),
+}
 # Elements with no end tag in HTML (nothing stays open); self-closing XML tags come as startendtag.
 _VOID = frozenset(
     {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source", "wbr"}
@@ -355,7 +390,7 @@ def catalogue_lines(path):
 # Corpora
 
 
-def source_lines(source, root):
+def source_lines(source, root, markups=MARKUPS):
     """(path, lines) of each file of source under root (sorted, for stable output)."""
     for path in sorted(glob.glob(str(root / source.pattern), recursive=True)):
         path = pathlib.Path(path)
@@ -364,7 +399,7 @@ def source_lines(source, root):
         if source.kind == "gettext":
             yield path, catalogue_lines(path)
         else:
-            yield path, page_lines(path, HTML if source.kind == "html" else MALLARD)
+            yield path, page_lines(path, markups[source.kind])
 
 
 def language_lines(language, roots):
@@ -398,6 +433,150 @@ def split_lines(lines):
     if len(held) < HELDOUT_LINES or len(lines) < 2 * HELDOUT_LINES:
         sys.exit(f"only {len(lines)} lines: at least {2 * HELDOUT_LINES} are needed (half for training)")
     return [line for line in lines if line not in held], [line for line in lines if line in held]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Documents for the corpus walk (--walk): one page a document, one sentence a line
+
+# The walk's corpora (bench/language_walk.py): the LibreOffice and GNOME help pages, and Debian's New
+# Maintainers' Guide and Installation Guide (DocBook HTML), whose translations are complete where much of the
+# help is not (the Vietnamese help alone gives 1.66 MB of documents).
+WALK_LANGUAGES = (
+    Language(
+        "ja", "Japanese", "japanese",
+        (
+            *help_sources("ja", "ja"),
+            Source("maint-guide-ja", "docbook", "usr/share/doc/maint-guide-ja/html/*.ja.html"),
+            Source("installation-guide-amd64", "docbook", "usr/share/doc/installation-guide-amd64/ja/*.html"),
+        ),
+    ),
+    Language(
+        "vi", "Vietnamese", "latin",
+        (
+            *help_sources("vi", "vi"),
+            Source("maint-guide-vi", "docbook", "usr/share/doc/maint-guide-vi/html/*.vi.html"),
+            Source("installation-guide-amd64", "docbook", "usr/share/doc/installation-guide-amd64/vi/*.html"),
+        ),
+    ),
+)  # fmt: skip
+# What the walk needs: bench/language_walk.py's issue asks for at least 2 MB of text per language.
+MIN_WALK_BYTES = 2_000_000
+# A page with fewer kept sentences gives the sentence-order task nothing to learn.
+MIN_DOCUMENT_SENTENCES = 2
+# The share of a page's sentences (of at least MIN_CHARS characters) that must be in the language: below it
+# the page is mostly untranslated (English) or code, and is dropped whole.
+MIN_PAGE_SHARE = 0.5
+
+WALK_RULE = (
+    "one document per page (blank lines between), one sentence per line in reading order, NFC; sentences "
+    f"kept by the language's line filter; a page dropped when under {MIN_PAGE_SHARE:.0%} of its sentences "
+    f"(of {MIN_CHARS} characters or more) are kept, when under {MIN_DOCUMENT_SENTENCES} are left, or when it "
+    f"repeats an earlier page; a sentence already kept {MAX_SENTENCE_REPEATS} times dropped from later pages"
+)
+
+# Closing brackets and quotes stay with the sentence they close. After one, a particle means the quote was
+# part of a longer sentence (「保存しました。」と表示されます。): no split there.
+_CLOSERS = "」』）)]】〕〉》”’\"'"
+_CJK_END = re.compile(r"[。！？]+[" + re.escape(_CLOSERS) + "]*")
+_CJK_PARTICLES = frozenset("とをがのはにでもや")
+# Latin script: ". ", "? ", "! " (and their closing quotes) before a capital, a digit or an opening quote; a
+# lower-case word after it ("v.v. đã", "e.g. the") continues the sentence.
+_LATIN_END = re.compile(r"[.?!]+[\"'”’)\]]*\s+(?=[\"'“‘(\[]?\w)")
+
+
+def split_sentences(paragraph, script):
+    """The sentences of a paragraph: at 。！？ for Japanese and Chinese, at ". ", "? ", "! " otherwise."""
+    sentences, start = [], 0
+    if script in ("japanese", "han"):
+        for match in _CJK_END.finditer(paragraph):
+            end = match.end()
+            if match.group()[-1] in _CLOSERS and paragraph[end : end + 1] in _CJK_PARTICLES:
+                continue
+            sentences.append(paragraph[start:end])
+            start = end
+    else:
+        for match in _LATIN_END.finditer(paragraph):
+            following = paragraph[match.end() :].lstrip("\"'“‘([")
+            if following[:1].isupper() or following[:1].isdigit():
+                sentences.append(paragraph[start : match.end()])
+                start = match.end()
+    sentences.append(paragraph[start:])
+    return [sentence.strip() for sentence in sentences if sentence.strip()]
+
+
+def page_sentences(paragraphs, language):
+    """(the page's sentences written in the language, in reading order, each in NFC and kept by keep_line's
+    per-language filter; their share of the page's sentences of at least MIN_CHARS characters)."""
+    sentences, total = [], 0
+    for paragraph in paragraphs:
+        for sentence in split_sentences(unicodedata.normalize("NFC", paragraph), language.script):
+            if len("".join(sentence.split())) < MIN_CHARS:  # labels, short headings: too short to judge
+                continue
+            total += 1
+            if keep_line(sentence, language):
+                sentences.append(sentence)
+    return sentences, len(sentences) / max(total, 1)
+
+
+def language_documents(language, roots):
+    """The walk's documents of language: one per page, in reading order, and counts per package.
+
+    A page is dropped when under MIN_PAGE_SHARE of its sentences are in the language, when fewer than
+    MIN_DOCUMENT_SENTENCES are left after boilerplate (a sentence already kept MAX_SENTENCE_REPEATS times,
+    as in the study corpus) is dropped, or when an earlier page gave the same text.
+    """
+    documents, repeats, seen = [], collections.Counter(), set()
+    counts = collections.defaultdict(collections.Counter)
+    for source in language.sources:
+        for _, paragraphs in source_lines(source, roots[source.package], WALK_MARKUPS):
+            counts[source.package]["pages"] += 1
+            sentences, share = page_sentences(paragraphs, language)
+            if share < MIN_PAGE_SHARE:
+                continue
+            sentences = drop_repeats(sentences, repeats)
+            text = "\n".join(sentences)
+            digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+            if len(sentences) < MIN_DOCUMENT_SENTENCES or digest in seen:
+                continue
+            seen.add(digest)
+            repeats.update(sentences)
+            documents.append(text)
+            counts[source.package].update(documents=1, sentences=len(sentences), bytes=len(text.encode()) + 2)
+    return documents, {name: dict(counter) for name, counter in counts.items()}
+
+
+def write_walk(roots, versions, output_dir):
+    """Writes output_dir/walk/LANG.txt for WALK_LANGUAGES (documents separated by blank lines) and
+    walk/manifest.json; returns the languages whose text falls short of MIN_WALK_BYTES."""
+    folder = output_dir / "walk"
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest, short = {"rule": WALK_RULE, "languages": {}}, []
+    print(f"\n{'language':<12} {'documents':>9} {'sentences':>9} {'MB':>6}  documents per package")
+    for language in WALK_LANGUAGES:
+        documents, counts = language_documents(language, roots)
+        text = "\n\n".join(documents) + "\n"
+        size = len(text.encode())
+        write_atomic(folder / f"{language.code}.txt", text)
+        sentences = sum(count.get("sentences", 0) for count in counts.values())
+        manifest["languages"][language.code] = {
+            "name": language.name,
+            "documents": len(documents),
+            "sentences": sentences,
+            "bytes": size,
+            "sources": [dataclasses.asdict(source) for source in language.sources],
+            "per_package": counts,
+        }
+        per_package = ", ".join(
+            f"{name} {count.get('documents', 0)} of {count['pages']} pages" for name, count in counts.items()
+        )
+        print(f"{language.name:<12} {len(documents):>9} {sentences:>9} {size / 1e6:>6.2f}  {per_package}")
+        if size < MIN_WALK_BYTES:
+            short.append(f"{language.code} ({size:,} bytes)")
+    manifest["packages"] = [
+        {"name": name, "version": versions[name], "licence": PACKAGES[name].licence} for name in roots
+    ]
+    write_atomic(folder / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return short
 
 
 _GNU_LICENCE = r"(?:GNU (?:Lesser |Library )?General Public License|GNU GPL)[^.]*?(?:version [\d.]+[^.;]*|\.)"
@@ -438,12 +617,17 @@ def main():
         default=pathlib.Path("/tmp/multilingual_scratch"),
         help="downloaded .deb files and unpacked packages; reused when run again",
     )
+    parser.add_argument(
+        "--walk",
+        action="store_true",
+        help="instead, the corpus walk's documents: walk/ja.txt and walk/vi.txt (bench/language_walk.py)",
+    )
     args = parser.parse_args()
     for tool in ("apt-get", "dpkg-deb"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: this script needs a Debian system (apt-get, dpkg-deb)")
     started = time.monotonic()
-    roots, versions = fetch_all(LANGUAGES, args.scratch_dir)
+    roots, versions = fetch_all(WALK_LANGUAGES if args.walk else LANGUAGES, args.scratch_dir)
     print(f"{len(roots)} packages fetched and unpacked in {time.monotonic() - started:.0f} s", flush=True)
     print(f"{'package':<28} {'version':<22} licence (ours; the copyright file's Files: *)")
     (args.output_dir / "copyright").mkdir(parents=True, exist_ok=True)
@@ -451,6 +635,12 @@ def main():
         path = copyright_file(args.scratch_dir, name)
         write_atomic(args.output_dir / "copyright" / name, path.read_text(encoding="utf-8", errors="replace"))
         print(f"{name:<28} {versions[name]:<22} {PACKAGES[name].licence}; {licence_line(path)}")
+    if args.walk:
+        short = write_walk(roots, versions, args.output_dir)
+        print(f"{args.output_dir / 'walk'}: done in {time.monotonic() - started:.0f} s")
+        if short:
+            sys.exit(f"under {MIN_WALK_BYTES:,} bytes, too little for the walk: {', '.join(short)}")
+        return
     manifest = {
         "split_rule": f"per language, the {HELDOUT_LINES} lines of smallest blake2b(line, digest_size=8) "
         "are heldout.txt, the others train.txt, both in reading order",
