@@ -358,6 +358,12 @@ def versions():
     import tensorflow_text
     import transformers
 
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        # 5.x's AlbertTokenizer is a tokenizers pipeline, not the port of the original's algorithm.
+        raise SystemExit(
+            f"tokenizer_parity: transformers {transformers.__version__}: compares with the slow "
+            "AlbertTokenizer of transformers 4 (pip install 'transformers>=4.57,<5')"
+        )
     return (
         f"sentencepiece {sentencepiece.__version__}, tensorflow {tf.__version__}, tensorflow-text "
         f"{tensorflow_text.__version__}, transformers {transformers.__version__}"
