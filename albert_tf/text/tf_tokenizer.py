@@ -106,6 +106,7 @@ class InGraphTokenizer(tf.Module):
         combining marks leave ASCII as it is, and ASCII lowercasing is NUL-safe) take one byte-wise op; the
         others, if any in the batch, the full path.
         """
+        texts = tf.convert_to_tensor(texts, tf.string)  # a list of str, as the eager methods take
         flat = texts if texts.shape.rank == 1 else tf.reshape(texts, [-1])
         clean = tf.strings.regex_full_match(flat, self._ascii_clean)
         lowered = tf.strings.lower(flat) if self.do_lower_case else flat

@@ -246,3 +246,12 @@ def test_pack_keeping_the_tail_of_the_second_segment_cuts_the_first(tokenizers):
             == [0] * (len(kept_a) + 2) + [1] * (len(kept_b) + 1) + padding
         ), index
         assert got["input_mask"][index].numpy().tolist() == [1] * len(ids) + padding, index
+
+
+def test_eager_calls_take_a_list_of_str(tokenizers):
+    # As docs/data.md calls it: graph_tokenizer.tokenize([text]).
+    python, graph = tokenizers
+    text = "The café's ``quoted'' price rose 1,000 times."
+    assert graph.tokenize([text]).to_list()[0] == python.encode(text)
+    normalized = [python.normalize(t).encode() for t in (text, "Ça")]
+    assert graph.normalize([text, "Ça"]).numpy().tolist() == normalized
