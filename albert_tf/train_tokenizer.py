@@ -33,6 +33,13 @@ flags.DEFINE_bool(
     "carry meaning in it (Japanese voicing, Vietnamese tones, Indic viramas, Thai tone marks, ...). Give "
     "create_pretraining_data the same.",
 )  # fmt: skip
+flags.DEFINE_bool(
+    "add_dummy_prefix", True,
+    "Begin each line with SentencePiece's word-start mark, as the original's models do. --noadd_dummy_prefix "
+    "for corpora written without spaces (Japanese, Chinese, Thai): there no word absorbs the mark, so each "
+    "line would start with a piece '▁' of its own, the most frequent masked-LM target. Kept in the model "
+    "file: every tokenizer follows it.",
+)  # fmt: skip
 flags.DEFINE_enum("model_type", "unigram", ["unigram", "bpe"], "SentencePiece model type.")
 flags.DEFINE_float("character_coverage", 0.99995, "Share of characters the vocabulary covers.")
 flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sample at most this many lines (0: all).")
@@ -41,6 +48,10 @@ flags.DEFINE_integer("num_threads", os.cpu_count(), "Training threads.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of SentencePiece's sampling.")
 flags.DEFINE_enum("errors", "strict", ["strict", "replace"], "Invalid UTF-8: stop, or replace and count.")
 flags.mark_flags_as_required(["input", "model_prefix"])
+
+# Above this share of lines that begin with a lone "▁", the command suggests --noadd_dummy_prefix. English
+# lines begin so only before a symbol the model keeps whole ("(", '"'): a few in a hundred.
+LONE_PREFIX_SHARE = 0.25
 
 
 def main(argv):
@@ -63,6 +74,7 @@ def main(argv):
             vocab_size=FLAGS.vocab_size,
             do_lower_case=FLAGS.do_lower_case,
             keep_accents=keep_accents,
+            add_dummy_prefix=FLAGS.add_dummy_prefix,
             model_type=FLAGS.model_type,
             character_coverage=FLAGS.character_coverage,
             input_sentence_size=FLAGS.input_sentence_size,
@@ -74,6 +86,21 @@ def main(argv):
         )
         # What create_pretraining_data reads to tokenize as the model was trained.
         model_files.write_trained_settings(FLAGS.model_prefix, FLAGS.do_lower_case, keep_accents)
+        if FLAGS.add_dummy_prefix and not FLAGS["add_dummy_prefix"].present:
+            lines = corpus.LineReader(paths, errors=FLAGS.errors, files=TensorFlowFiles).files()
+            lone = spm_training.lone_prefix_share(
+                f"{FLAGS.model_prefix}.model", itertools.chain.from_iterable(lines), FLAGS.do_lower_case,
+                keep_accents,
+            )  # fmt: skip
+            if lone > LONE_PREFIX_SHARE:
+                print(
+                    f"train_tokenizer: {lone:.0%} of the lines begin with a piece '▁' of its own, as text "
+                    "written without spaces (Chinese, Japanese, Thai) does: it carries nothing and will be "
+                    "the most frequent masked-LM target. Train again with --noadd_dummy_prefix "
+                    "(docs/data.md, 'Scripts written without spaces'), or pass --add_dummy_prefix to keep it "
+                    "quietly.",
+                    file=sys.stderr,
+                )
     except (corpus.CorpusError, spm_training.TrainingError, file_io.FolderError, marks.MarksError) as error:
         sys.exit(f"train_tokenizer: error: {error}")
     print(summary)

@@ -81,6 +81,10 @@ def main():
     parser.add_argument("--work_dir", default=os.path.join(ROOT, "runs", "language_walk"))
     parser.add_argument("--vocab_size", type=int, default=8000, help="the README's")
     parser.add_argument(
+        "--noadd_dummy_prefix", action="store_true",
+        help="train_tokenizer's flag for corpora written without spaces (docs/data.md)",
+    )  # fmt: skip
+    parser.add_argument(
         "--steps", type=int, default=None,
         help="default: the tiny recipe's 2,000 (its 200 warm-up steps, or a tenth of fewer)",
     )  # fmt: skip
@@ -97,7 +101,7 @@ def main():
     said = run(
         "albert_tf.train_tokenizer",
         ["--input=corpus/*.txt", "--model_prefix=spm/albert", f"--vocab_size={args.vocab_size}",
-         "--keep_accents"],
+         "--keep_accents", *(["--noadd_dummy_prefix"] if args.noadd_dummy_prefix else [])],
         work,
     )  # fmt: skip
     marks = [line.split("train_tokenizer: ", 1)[1] for line in said.splitlines() if "combining marks" in line]
@@ -114,8 +118,9 @@ def main():
         work,
     )
     # Fewer steps than the recipe's 200 warm-up steps (a quick look): warm up a tenth of them.
-    steps = [f"--num_train_steps={args.steps}", f"--num_warmup_steps={min(200, args.steps // 10)}"]
-    steps = steps if args.steps else []
+    steps = []
+    if args.steps:
+        steps = [f"--num_train_steps={args.steps}", f"--num_warmup_steps={min(200, args.steps // 10)}"]
     log = run(
         "albert_tf.run_pretraining",
         ["--flagfile=tiny", "--input_file=records/train.manifest.json",

@@ -218,13 +218,14 @@ def test_an_export_of_a_keep_accents_model_tokenizes_through_the_cpp_loader_as_p
 
 @pytest.mark.slow
 def test_the_language_walk_runs_small_on_japanese_with_its_marks_kept(tmp_path):
-    # bench/language_walk.py, the README's walk with --keep_accents, four steps on a small Japanese corpus.
+    # bench/language_walk.py, the README's walk with --keep_accents (and --noadd_dummy_prefix, for text
+    # without spaces), four steps on a small Japanese corpus.
     documents = ["\n".join(JAPANESE[k:] + JAPANESE[:k]) for k in range(len(JAPANESE))] * 15
     corpus = tmp_path / "ja.txt"
     corpus.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
     walked = subprocess.run(
         [sys.executable, str(REPO / "bench" / "language_walk.py"), f"--corpus={corpus}", "--language=ja",
-         "--steps=4", "--vocab_size=70", f"--work_dir={tmp_path / 'walk'}"],
+         "--steps=4", "--vocab_size=70", "--noadd_dummy_prefix", f"--work_dir={tmp_path / 'walk'}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert walked.returncode == 0, walked.stderr[-3000:] + walked.stdout[-3000:]
@@ -234,3 +235,47 @@ def test_the_language_walk_runs_small_on_japanese_with_its_marks_kept(tmp_path):
     assert kept and kept.group(1) == kept.group(2) != "0", walked.stdout
     result = r"ja: step 4, masked_lm_accuracy 0\.\d{4}, most frequent token 0\.\d{4}: "
     assert re.search(result, walked.stdout), walked.stdout
+
+
+def test_without_the_dummy_prefix_no_line_starts_with_a_lone_mark_and_both_tokenizers_agree(tmp_path):
+    # train_tokenizer --noadd_dummy_prefix, for text written without spaces: SentencePiece's "▁" before each
+    # line has no word to join in Japanese and stands alone, the most frequent piece. The model file carries
+    # the setting to both tokenizers, which keep giving the same ids (digit-comma rule included).
+    from albert_tf.text.tf_tokenizer import InGraphTokenizer
+
+    lines = [*JAPANESE, "Basicダイアログで1,000行を選びます。", "価格は2,500円です。", "ALBERTのモデル"]
+    path = corpus(tmp_path, lines)
+    pieces = {}
+    for prefix in (True, False):
+        model = str(tmp_path / f"m{prefix}")
+        spm_training.train(
+            [str(path)], model, vocab_size=86, keep_accents=True, character_coverage=1.0,
+            add_dummy_prefix=prefix,
+        )  # fmt: skip
+        python = AlbertTokenizer(model + ".model", keep_accents=True)
+        pieces[prefix] = [python.tokenize(line) for line in lines]
+        in_graph = InGraphTokenizer(model + ".model", keep_accents=True).tokenize(lines).to_list()
+        assert in_graph == [python.encode(line) for line in lines]
+    assert all(line[0] == "▁" for line in pieces[True])
+    assert not any("▁" in piece for line in pieces[False] for piece in line)
+
+
+def test_the_tokenizer_command_suggests_no_dummy_prefix_for_text_without_spaces_only(tmp_path):
+    suggestion = "of the lines begin with a piece '▁' of its own"
+    said = {}
+    for name, lines, flags in [
+        ("ja", JAPANESE, ["--vocab_size=70"]),
+        ("ja_kept", JAPANESE, ["--vocab_size=70", "--add_dummy_prefix"]),
+        ("ja_without", JAPANESE, ["--vocab_size=70", "--noadd_dummy_prefix"]),
+        ("vi", VIETNAMESE, ["--vocab_size=100"]),
+    ]:
+        folder = tmp_path / name
+        folder.mkdir()
+        trained = commands.run(
+            "albert_tf.train_tokenizer",
+            [f"--input={corpus(folder, lines)}", f"--model_prefix={folder / 'm'}", "--num_threads=1",
+             "--keep_accents", *flags],
+        )  # fmt: skip
+        assert trained.returncode == 0, trained.stderr[-2000:]
+        said[name] = suggestion in trained.stderr
+    assert said == {"ja": True, "ja_kept": False, "ja_without": False, "vi": False}

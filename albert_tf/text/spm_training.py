@@ -1,6 +1,7 @@
 """Training a SentencePiece model with the ALBERT recipe (used by `python -m albert_tf.train_tokenizer`)."""
 
 import io
+import itertools
 import re
 
 import sentencepiece
@@ -9,7 +10,7 @@ from albert_tf import file_io
 from albert_tf.file_systems import LocalFiles
 from albert_tf.text import corpus
 from albert_tf.text.normalization import preprocess_text
-from albert_tf.text.tokenizer import CLS, MASK, SEP, load_sentencepiece
+from albert_tf.text.tokenizer import CLS, MASK, PIECE_PREFIX, SEP, AlbertTokenizer, load_sentencepiece
 
 
 class TrainingError(ValueError):
@@ -27,6 +28,7 @@ def train(
     vocab_size,
     do_lower_case=True,
     keep_accents=False,
+    add_dummy_prefix=True,
     model_type="unigram",
     character_coverage=0.99995,
     input_sentence_size=10_000_000,
@@ -40,6 +42,9 @@ def train(
 
     files: what reads the paths (file_systems.LocalFiles, or TensorFlowFiles for gs:// and the like);
     model_prefix may be on any TensorFlow file system (file_io).
+    add_dummy_prefix: SentencePiece's word-start mark "▁" before each line (the original's models have it).
+      The model file records the setting, and every tokenizer (SentencePiece, tensorflow-text, transformers'
+      AlbertTokenizer) follows it.
 
     Returns:
       A one-line summary (lines read, vocabulary size, output path).
@@ -90,6 +95,7 @@ def train(
                 bos_id=-1,
                 eos_id=-1,
                 control_symbols=[CLS, SEP, MASK],
+                add_dummy_prefix=add_dummy_prefix,
                 user_defined_symbols=list(user_defined_symbols),
                 num_threads=num_threads,
                 minloglevel=2,
@@ -123,3 +129,13 @@ def train(
             f"train_tokenizer: {counts['lines']} lines ({reader.replaced_lines} with invalid UTF-8 "
             f"replaced), {processor.get_piece_size()} pieces → {model_prefix}.model, {model_prefix}.vocab"
         )
+
+
+def lone_prefix_share(model_file, lines, do_lower_case, keep_accents, sample=5000):
+    """The share of the first `sample` non-blank lines whose first piece is a lone "▁" (SentencePiece's
+    word-start mark with no word to join: text without spaces)."""
+    tokenizer = AlbertTokenizer(model_file, do_lower_case=do_lower_case, keep_accents=keep_accents)
+    firsts = [
+        pieces[0] for pieces in map(tokenizer.tokenize, itertools.islice(filter(str.strip, lines), sample))
+    ]
+    return sum(piece == PIECE_PREFIX for piece in firsts) / max(1, len(firsts))

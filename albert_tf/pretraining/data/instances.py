@@ -5,7 +5,9 @@ Follows google-research/albert `create_pretraining_data.py` (Lan et al. 2020, ar
   start where there is one) instead of taking B from another document (original issue #234).
 - Every draw, n-gram sizes included, comes from one seeded generator per block (the original drew n from
   NumPy's unseeded global generator, so its output could not be reproduced).
-- A word never runs across [SEP]; random replacements never draw <pad>, <unk> or the control pieces.
+- A word never runs across [SEP] nor across the start of a line (a sentence), even when the SentencePiece
+  model puts no word-start mark "▁" before each line (train_tokenizer --noadd_dummy_prefix); random
+  replacements never draw <pad>, <unk> or the control pieces.
 - Truncation draws how many tokens leave each end at once (same distribution as the original's coin per
   token).
 Pure Python, no TensorFlow: it runs in the builder's worker processes.
@@ -145,68 +147,81 @@ class InstanceMaker:
             if i == len(document) - 1 or chunk_length >= target_length:
                 pair = self._pair(chunk, documents, index, target_length, rng)
                 if pair is not None:
-                    tokens_a, tokens_b, label, unused = pair
+                    (tokens_a, lines_a), (tokens_b, lines_b), label, unused = pair
                     i -= unused
-                    self._truncate(tokens_a, tokens_b, max_num_tokens, rng)
-                    out.append(self._example(tokens_a, tokens_b, label, rng, stats))
+                    lines_a, lines_b = self._truncate(
+                        tokens_a, tokens_b, lines_a, lines_b, max_num_tokens, rng
+                    )
+                    lines = [1 + p for p in lines_a] + [len(tokens_a) + 2 + p for p in lines_b]
+                    out.append(self._example(tokens_a, tokens_b, label, lines, rng, stats))
                 chunk, chunk_length = [], 0
             i += 1
         return out
 
     def _pair(self, chunk, documents, index, target_length, rng):
-        """(A, B, label, segments to give back) from a chunk, or None when it cannot make a pair."""
+        """((A, its line starts), (B, its line starts), label, segments to give back) from a chunk, or None
+        when it cannot make a pair. A side's line starts: where each of its lines begins in it."""
         if self.options.random_next_sentence:
             return self._nsp_pair(chunk, documents, index, target_length, rng)
         if len(chunk) >= 2:
             a_end = rng.randint(1, len(chunk) - 1)
-            tokens_a = [t for segment in chunk[:a_end] for t in segment]
-            tokens_b = [t for segment in chunk[a_end:] for t in segment]
+            side_a, side_b = _joined(chunk[:a_end]), _joined(chunk[a_end:])
         else:
             segment = chunk[0]
             if len(segment) < 2:
                 return None
             starts = [p for p in range(1, len(segment)) if self.vocab.word_start[segment[p]]]
             split = rng.choice(starts) if starts else rng.randint(1, len(segment) - 1)
-            tokens_a, tokens_b = list(segment[:split]), list(segment[split:])
+            side_a, side_b = (list(segment[:split]), [0]), (list(segment[split:]), [])  # B: mid-line
         if rng.random() < 0.5:
-            return tokens_b, tokens_a, 1, 0
-        return tokens_a, tokens_b, 0, 0
+            return side_b, side_a, 1, 0
+        return side_a, side_b, 0, 0
 
     def _nsp_pair(self, chunk, documents, index, target_length, rng):
         """BERT's next-sentence pairs: B from another document half of the time (label 1)."""
         a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-        tokens_a = [t for segment in chunk[:a_end] for t in segment]
+        side_a = _joined(chunk[:a_end])
         if (len(chunk) == 1 or rng.random() < 0.5) and len(documents) > 1:
             other = rng.randrange(len(documents) - 1)
             other = other + 1 if other >= index else other
             random_document = documents[other]
-            tokens_b = []
+            tokens_b, lines_b = [], []
             for segment in random_document[rng.randrange(len(random_document)) :]:
+                lines_b.append(len(tokens_b))
                 tokens_b.extend(segment)
-                if len(tokens_b) >= target_length - len(tokens_a):
+                if len(tokens_b) >= target_length - len(side_a[0]):
                     break
-            return tokens_a, tokens_b, 1, len(chunk) - a_end
-        tokens_b = [t for segment in chunk[a_end:] for t in segment]
-        if not tokens_b:
+            return side_a, (tokens_b, lines_b), 1, len(chunk) - a_end
+        side_b = _joined(chunk[a_end:])
+        if not side_b[0]:
             return None
-        return tokens_a, tokens_b, 0, 0
+        return side_a, side_b, 0, 0
 
     @staticmethod
-    def _truncate(tokens_a, tokens_b, max_num_tokens, rng):
-        """Trims the longer segment first (ties trim B), each removed token from a random end."""
+    def _truncate(tokens_a, tokens_b, lines_a, lines_b, max_num_tokens, rng):
+        """Trims the longer segment first (ties trim B), each removed token from a random end.
+
+        Returns:
+          (lines_a, lines_b): the line starts that remain, at their positions in the trimmed sides.
+        """
         keep_a, keep_b = truncated_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
-        for tokens, keep in ((tokens_a, keep_a), (tokens_b, keep_b)):
+        kept = []
+        for tokens, lines, keep in ((tokens_a, lines_a, keep_a), (tokens_b, lines_b, keep_b)):
             removed = len(tokens) - keep
+            front = 0
             if removed:
                 front = bin(rng.getrandbits(removed)).count("1")  # Binomial(removed, 1/2)
                 del tokens[len(tokens) - (removed - front) :]
                 del tokens[:front]
+            kept.append([p - front for p in lines if front <= p < front + keep])
+        return tuple(kept)
 
-    def _example(self, tokens_a, tokens_b, label, rng, stats):
+    def _example(self, tokens_a, tokens_b, label, lines, rng, stats):
+        """The serialized tf.Example of `[CLS] A [SEP] B [SEP]`; lines: where lines start in it."""
         vocab, options = self.vocab, self.options
         tokens = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
         segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-        positions, labels, boundary = self._mask(tokens, len(tokens_a) + 1, rng, stats)
+        positions, labels, boundary = self._mask(tokens, len(tokens_a) + 1, lines, rng, stats)
         length, padding = len(tokens), options.max_seq_length - len(tokens)
         predictions = options.max_predictions_per_seq - len(positions)
         stats["instances"] += 1
@@ -226,8 +241,9 @@ class InstanceMaker:
             {features.MASKED_LM_WEIGHTS: [1.0] * len(positions) + [0.0] * predictions},
         )
 
-    def _mask(self, tokens, sep_a, rng, stats):
-        """Whole-word n-gram masking, in place on tokens, `[CLS] A [SEP] B [SEP]` with A's [SEP] at sep_a.
+    def _mask(self, tokens, sep_a, lines, rng, stats):
+        """Whole-word n-gram masking, in place on tokens, `[CLS] A [SEP] B [SEP]` with A's [SEP] at sep_a;
+        a word starts at each of the positions lines (where a line starts).
 
         Returns:
           (positions, original ids at those positions, token_boundary), positions ascending.
@@ -237,8 +253,10 @@ class InstanceMaker:
         last = len(tokens) - 1
         boundary = [word_start[t] for t in tokens]
         boundary[0] = boundary[sep_a] = boundary[last] = 1
-        # Words as [start, end) token ranges: a word starts at a word-start piece or right after a special
-        # token, and ends at the next word start or special token.
+        for p in lines:
+            boundary[p] = 1
+        # Words as [start, end) token ranges: a word starts at a word-start piece, a line's start or right
+        # after a special token, and ends at the next word start or special token.
         if options.do_whole_word_mask:
             marks = [p for p, b in enumerate(boundary) if b]
             marks.extend(p for p in (1, sep_a + 1) if not boundary[p])
@@ -291,3 +309,12 @@ class InstanceMaker:
         stats["masked_kept"] += kept
         stats["masked_random"] += replaced
         return positions, labels, boundary
+
+
+def _joined(segments):
+    """(the segments' ids one after another, the position where each segment starts in them)."""
+    tokens, starts = [], []
+    for segment in segments:
+        starts.append(len(tokens))
+        tokens.extend(segment)
+    return tokens, starts

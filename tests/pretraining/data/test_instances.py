@@ -103,9 +103,9 @@ def test_sop_pairs_come_from_one_document_in_order_or_swapped():
 def test_masking_statistics_whole_words_and_feature_layout():
     options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=20)
     rng = random.Random(3)
-    documents = [
-        [[rng.randrange(5, 1000) for _ in range(rng.randint(5, 15))] for _ in range(8)] for _ in range(30)
-    ]
+    # Each line starts a word, as with SentencePiece's dummy prefix ("▁" before each line).
+    line = lambda first, n: [first] + [rng.randrange(5, 1000) for _ in range(n)]  # noqa: E731
+    documents = [[line(2 * rng.randrange(3, 500), rng.randint(4, 14)) for _ in range(8)] for _ in range(30)]
     examples, stats = _instances(options, documents, dupe=5)
     masked = stats["masked_as_mask"] + stats["masked_kept"] + stats["masked_random"]
     assert stats["masked"] == masked
@@ -138,6 +138,38 @@ def test_masking_statistics_whole_words_and_feature_layout():
         )
     # Whole words sometimes do not fit the tokens left (14 of 287 examples here); most fill the budget.
     assert short_of_budget < 0.1 * len(examples)
+
+
+def test_a_word_never_runs_across_the_start_of_a_line():
+    # A model trained without SentencePiece's dummy prefix (train_tokenizer --noadd_dummy_prefix) may begin
+    # a line with a piece that continues words elsewhere ("asic" of a line "Basic..."): odd ids 901-999 here,
+    # found only at a line's start. That piece starts a word all the same: the boundary feature marks it and
+    # a whole-word mask of the previous line's last word stops before it.
+    options = InstanceOptions(max_seq_length=40, max_predictions_per_seq=12, masked_lm_prob=0.3)
+    rng = random.Random(8)
+    line = lambda n: [rng.randrange(901, 1000, 2)] + [rng.randrange(5, 900) for _ in range(n)]  # noqa: E731
+    documents = [[line(rng.randint(2, 9)) for _ in range(6)] for _ in range(20)]
+    examples, _ = _instances(options, documents, dupe=3)
+    line_starts = masked_line_starts = 0
+    for example in examples:
+        original = list(example["input_ids"])
+        count = int(sum(example["masked_lm_weights"]))
+        positions = example["masked_lm_positions"][:count]
+        for p, label in zip(positions, example["masked_lm_ids"], strict=False):
+            original[p] = label
+        length = sum(example["input_mask"])
+        starts = [i for i in range(length) if original[i] > 900]
+        line_starts += len(starts)
+        assert example["token_boundary"][:length] == [
+            int(original[i] in (2, 3) or VOCAB.word_start[original[i]] or original[i] > 900)
+            for i in range(length)
+        ]
+        # A masked continuation piece has its word's start masked too, and a line's first piece is a start.
+        for p in positions:
+            if original[p] % 2 and original[p] < 900 and original[p - 1] not in (2, 3):
+                assert p - 1 in positions
+        masked_line_starts += sum(p in positions and p - 1 not in positions for p in starts)
+    assert line_starts > 100 and masked_line_starts > 10
 
 
 def test_same_seed_same_records_other_seed_other_records():
