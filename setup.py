@@ -1,5 +1,6 @@
 """Install albert_tf: `pip install -e .` (`[test]`: the test suite, `[beam]`: create_pretraining_data on
-Apache Beam, `[bench]`: benchmarks, `[mutation]`: mutation testing)."""
+Apache Beam, `[litert]`: LiteRT (TFLite) export and its Python loader, `[bench]`: benchmarks, `[mutation]`:
+mutation testing)."""
 
 import pathlib
 
@@ -46,7 +47,9 @@ setup(
         # Ranges the suite is known to pass with (each upper bound is the next minor or major release, so a
         # new release cannot break `pip install -e ".[test,beam]" && python -m pytest` unnoticed; pytest 9.2
         # changed pytest.approx over mappings). nbclient/nbformat/ipykernel: the tests execute notebooks/.
+        # ai-edge-litert: the LiteRT export's tests run its files (the same pin as the litert extra's).
         "test": [
+            "ai-edge-litert>=2.3,<2.4",
             "pytest>=9.0,<9.3",
             "pytest-xdist>=3.8,<3.9",
             "hypothesis>=6.155,<6.156",
@@ -64,5 +67,8 @@ setup(
         # create_pretraining_data --runner=beam (Dataflow, Flink, Spark). 2.77 installs beside tensorflow 2.21
         # (protobuf resolves to 6.33).
         "beam": ["apache-beam==2.77.*"],
+        # LiteRT's interpreter: export_litert runs each file in it before writing it, and
+        # albert_tf.serving.litert.load runs files with it (tensorflow-text has the custom ops' registrars).
+        "litert": ["ai-edge-litert>=2.3,<2.4"],
     },
 )

@@ -72,6 +72,16 @@ flags.DEFINE_enum(
     "(docs/serving.md, 'bfloat16 exports'). Answers may differ from float32 within bfloat16 rounding; "
     "bench/README.md has the measurements.",
 )
+flags.DEFINE_bool(
+    "jit_compile",
+    False,
+    "Run the encoder's transformer blocks compiled by XLA, each sub-batch padded to a few shapes (rows: "
+    "powers of two up to --sub_batch_size; widths: multiples of 16 up to 128, then 8 per octave) that the "
+    "warm-up requests compile when the server loads the version (seconds per shape). Needs "
+    "--sub_batch_size >= 1 and a model server with XLA on: tensorflow_model_server "
+    "--xla_cpu_compilation_enabled=true (TF Serving 2.5 or later); without it the version fails to load. "
+    "docs/serving.md, 'Compiled exports'.",
+)
 # Span answers; default: what run_squad kept in the model (AlbertSpanLabeler.span_settings), else its
 # defaults.
 # The windows' length is the model's (--max_seq_length).
@@ -125,6 +135,7 @@ def main(argv):
             pair=FLAGS.text_pair,
             span_settings=span_settings,
             precision=FLAGS.precision,
+            jit_compile=FLAGS.jit_compile,
             do_lower_case=model_files.do_lower_case(FLAGS.model_dir) if pretrained else None,
             keep_accents=model_files.keep_accents(FLAGS.model_dir) if pretrained else None,
             **sizing,

@@ -5,6 +5,7 @@ tokenizer + PyTorch `AlbertForSequenceClassification`, in one run.
     pip install -e ".[bench]" && pip install torch transformers
     python bench/serving.py                 # ALBERT-base shapes, seq 128, 2 classes
     python bench/serving.py --iterations=3  # a quick look
+    python bench/serving.py --peers=keras_hub --jit_compile   # compiled exports beside plain and keras-hub
 
 All get the same ALBERT-base architecture (random weights: speed does not depend on them), the sample
 SentencePiece model (albert_tf/sample/spm_8k.model), sentence pairs from the sample corpus, sequence length
@@ -26,6 +27,12 @@ tokens by all; keras-hub's preprocessor pads every batch to 128, our export runs
 sub-batches of 8 (the export's default), each padded to its own longest text (`--sub_batch_size`; 0: the whole
 batch padded to its longest), and PyTorch runs both ways (`pytorch`: padded to 128, as Hugging Face's examples
 do; `pytorch_longest`: padding="longest").
+
+`--jit_compile` adds our exports with `jit_compile=True` (the encoder's blocks compiled by XLA at shape
+buckets: albert_tf/serving/compiled_blocks.py), in each precision: "compiled" (its sub-batches padded to
+buckets) and "compiled at 128" (the same export fed ids padded to 128: its sub-batches of 128 tokens compute
+what keras-hub computes). Every row says how long its version took to load: the C++ loader, then the
+version's warm-up requests replayed as the model server does (a compiled export compiles its buckets there).
 """
 
 import argparse
@@ -75,7 +82,7 @@ def long_pairs(count):
     ]
 
 
-def ours(folder, sub_batch_size, precision="float32", name="ours"):
+def ours(folder, sub_batch_size, precision="float32", name="ours", jit_compile=False):
     """albert_tf's export: (its path, the serving signature's name and inputs for a batch of pairs)."""
     from albert_tf.models import AlbertClassifier, AlbertEncoder
     from albert_tf.serving.export import export_saved_model
@@ -83,19 +90,20 @@ def ours(folder, sub_batch_size, precision="float32", name="ours"):
     model = AlbertClassifier(AlbertEncoder(base_config()), num_classes=2)
     sizing = {} if sub_batch_size is None else {"sub_batch_size": sub_batch_size}
     path = os.path.join(folder, name, "1")
-    path = export_saved_model(model, SPM, path, "classifier", SEQ, pair=True, precision=precision, **sizing)
+    path = export_saved_model(
+        model, SPM, path, "classifier", SEQ, pair=True, precision=precision, jit_compile=jit_compile, **sizing
+    )
     return path, "serving_default", lambda a, b: {"text": a, "text_b": b}, "probabilities"
 
 
 def at_full_length(path, *_):
     """Our export computing what keras-hub's does: the in-graph `preprocess` (the same tokenization as
     serving_default), then `serve_token_ids` on ids padded to SEQ with every position attended (pad ids are
-    not [CLS], so none is taken for server padding), the whole batch at once (sub_batch_size=0)."""
+    not [CLS], so none is taken for server padding): the whole batch at once (sub_batch_size=0), or a
+    compiled export's sub-batches of SEQ tokens each (the same tokens)."""
     import numpy as np
 
-    from albert_tf.serving.servable import Servable
-
-    servable = Servable(path)
+    servable = loaded(path)
 
     def run(a, b):
         ids = servable.run("preprocess", {"text": a, "text_b": b})
@@ -106,11 +114,20 @@ def at_full_length(path, *_):
     return run
 
 
-def through_cpp_loader(path, signature, inputs, output):
-    """The export run as TF Serving runs it: TensorFlow's C++ loader, Session::Run by tensor names."""
+def loaded(path):
+    """A version loaded as TF Serving loads it: TensorFlow's C++ loader, then its warm-up requests replayed
+    (a compiled export's compile every bucket there); keras-hub's export has none."""
     from albert_tf.serving.servable import Servable
 
     servable = Servable(path)
+    if os.path.exists(os.path.join(path, "assets.extra", "tf_serving_warmup_requests")):
+        servable.replay_warmup()
+    return servable
+
+
+def through_cpp_loader(path, signature, inputs, output):
+    """The export run as TF Serving runs it: TensorFlow's C++ loader, Session::Run by tensor names."""
+    servable = loaded(path)
     return lambda a, b: servable.run(signature, inputs(a, b))[output]
 
 
@@ -203,8 +220,8 @@ def _measure_pytorch(padding, pairs, iterations):
     return measure(pytorch_peer(padding), pairs, iterations)
 
 
-def measure(run, pairs, iterations, latency=True):
-    """(texts/s at batch 32, p50 ms and p99 ms at batch 1 over LATENCY_REQUESTS requests); latency=False:
+def measure(run, pairs, iterations, latency=True, latency_requests=LATENCY_REQUESTS):
+    """(texts/s at batch 32, p50 ms and p99 ms at batch 1 over latency_requests requests); latency=False:
     throughput only (p50 and p99 None)."""
     a, b = pairs
     run(a[:32], b[:32])
@@ -216,7 +233,7 @@ def measure(run, pairs, iterations, latency=True):
     if not latency:
         return throughput, None, None
     latencies = []
-    for i in range(LATENCY_REQUESTS):
+    for i in range(latency_requests):
         started = time.perf_counter()
         run(a[i : i + 1], b[i : i + 1])
         latencies.append(1000 * (time.perf_counter() - started))
@@ -242,8 +259,19 @@ def main():
     parser.add_argument(
         "--sub_batch_size", type=int, help="Our export's rows per sub-batch (default: the export's; 0: none)."
     )
+    parser.add_argument(
+        "--jit_compile", action="store_true",
+        help="Also our compiled exports (export_saved_model(..., jit_compile=True)), as is and at 128.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--precisions", default="float32,bfloat16", help="Comma-separated: float32, bfloat16."
+    )
+    parser.add_argument(
+        "--latency_requests", type=int, default=LATENCY_REQUESTS, help="Batch-1 requests timed per row."
+    )
     args = parser.parse_args()
     peers = [peer for peer in args.peers.split(",") if peer]
+    precisions = [precision for precision in args.precisions.split(",") if precision]
     for peer in peers:  # before minutes of measuring ours, not after
         if peer not in PEER_MODULES:
             parser.error(f"--peers={args.peers}: no peer {peer!r} (peers: {', '.join(PEER_MODULES)})")
@@ -254,51 +282,55 @@ def main():
                 f"--peers={args.peers}: {peer} needs {' and '.join(missing)} (pip install "
                 f"{' '.join(missing).replace('_', '-')}), or measure without it: --peers={others}"
             )
-    pairs = sample_pairs(32 * args.iterations + LATENCY_REQUESTS)
+    if not precisions or set(precisions) - {"float32", "bfloat16"}:
+        parser.error(f"--precisions={args.precisions}: give float32, bfloat16 or both")
+    if args.jit_compile and args.sub_batch_size == 0:
+        parser.error(
+            "--jit_compile pads sub-batches to buckets: give --sub_batch_size >= 1 (or leave it out)"
+        )
+    pairs = sample_pairs(32 * args.iterations + args.latency_requests)
     long = long_pairs(32 * args.iterations + 32)
     print(f"CPU: {describe()}", flush=True)
-    results = {}
+    results, loads = {}, {}
     with tempfile.TemporaryDirectory() as folder:
         # name: (export, how it is run, whether latency is timed, whether the long texts run too)
-        rows = {
-            "albert_tf float32": (ours(folder, args.sub_batch_size), through_cpp_loader, True, True),
-            "albert_tf bfloat16": (
-                ours(folder, args.sub_batch_size, "bfloat16", "ours_bf16"),
-                through_cpp_loader,
-                True,
-                True,
-            ),
-            "albert_tf float32 tf.saved_model": (
-                ours(folder, args.sub_batch_size, name="ours_python"),
-                through_python_loader,
-                True,
-                False,
-            ),
-            "albert_tf float32 at 128": (ours(folder, 0, name="ours_128"), at_full_length, True, True),
-            "albert_tf bfloat16 at 128": (
-                ours(folder, 0, "bfloat16", "ours_bf16_128"),
-                at_full_length,
-                True,
-                True,
-            ),
-        }
+        rows = {}
+        for precision in precisions:
+            tag = "" if precision == "float32" else "_bf16"
+            rows[f"albert_tf {precision}"] = (
+                ours(folder, args.sub_batch_size, precision, f"ours{tag}"), through_cpp_loader, True, True
+            )  # fmt: skip
+        if "float32" in precisions:
+            rows["albert_tf float32 tf.saved_model"] = (
+                ours(folder, args.sub_batch_size, name="ours_python"), through_python_loader, True, False
+            )  # fmt: skip
+        for precision in precisions:
+            tag = "" if precision == "float32" else "_bf16"
+            rows[f"albert_tf {precision} at 128"] = (
+                ours(folder, 0, precision, f"ours{tag}_128"), at_full_length, True, True
+            )  # fmt: skip
+        for precision in precisions if args.jit_compile else ():
+            tag = "" if precision == "float32" else "_bf16"
+            compiled = ours(folder, args.sub_batch_size, precision, f"ours{tag}_compiled", jit_compile=True)
+            rows[f"albert_tf {precision} compiled"] = (compiled, through_cpp_loader, True, True)
+            # The same export fed ids padded to 128: sub-batches of 128 tokens, as many as keras-hub computes.
+            rows[f"albert_tf {precision} compiled at 128"] = (compiled, at_full_length, True, True)
         if "keras_hub" in peers:
-            rows["keras_hub float32"] = (keras_hub_peer(folder), through_cpp_loader, True, True)
-            rows["keras_hub bfloat16"] = (
-                keras_hub_peer(folder, "bfloat16", "keras_hub_bf16"),
-                through_cpp_loader,
-                True,
-                True,
-            )
-            rows["keras_hub float32 tf.saved_model"] = (
-                keras_hub_peer(folder, name="keras_hub_python"),
-                through_python_loader,
-                True,
-                False,
-            )
+            if "float32" in precisions:
+                rows["keras_hub float32"] = (keras_hub_peer(folder), through_cpp_loader, True, True)
+            if "bfloat16" in precisions:
+                rows["keras_hub bfloat16"] = (
+                    keras_hub_peer(folder, "bfloat16", "keras_hub_bf16"), through_cpp_loader, True, True
+                )  # fmt: skip
+            if "float32" in precisions:
+                rows["keras_hub float32 tf.saved_model"] = (
+                    keras_hub_peer(folder, name="keras_hub_python"), through_python_loader, True, False
+                )  # fmt: skip
         for name, (export, load, latency, with_long) in rows.items():
+            started = time.perf_counter()
             run = load(*export)
-            results[name] = measure(run, pairs, args.iterations, latency)
+            loads[name] = time.perf_counter() - started
+            results[name] = measure(run, pairs, args.iterations, latency, args.latency_requests)
             if with_long:
                 results[f"{name} long"] = measure(run, long, args.iterations, latency=False)
             print(f"measured {name}", flush=True)
@@ -307,11 +339,17 @@ def main():
         results["pytorch_longest"] = measure_pytorch("longest", pairs, args.iterations)
     print(f"\nALBERT-base classifier, raw text pairs, seq {SEQ}, CPU: {describe()}")
     print("C++ loader unless the row says tf.saved_model; 'at 128': ours padded as keras-hub pads (compute")
-    print("alone); 'long': pairs of 4 corpus lines, nearly all truncated at 128 (throughput only)")
-    print(f"{'row':<40}{'batch-32 texts/s':>18}{'batch-1 p50 ms':>16}{'p99 ms':>10}")
+    print(
+        "alone); 'long': pairs of 4 corpus lines, nearly all truncated at 128 (throughput only); 'compiled':"
+    )
+    print(
+        "jit_compile=True; load s: loading the version and replaying its warm-up requests (compiling there)"
+    )
+    print(f"{'row':<40}{'batch-32 texts/s':>18}{'batch-1 p50 ms':>16}{'p99 ms':>10}{'load s':>9}")
     for name, (rate, p50, p99) in results.items():
         latency = f"{p50:>16.1f}{p99:>10.1f}" if p50 is not None else f"{'':>16}{'':>10}"
-        print(f"{name:<40}{rate:>18.1f}{latency}")
+        load = f"{loads[name]:>9.1f}" if name in loads else ""
+        print(f"{name:<40}{rate:>18.1f}{latency}{load}")
     print("\nRatios (through the C++ loader, what TF Serving runs):")
     tf32, bf16, hub32, hub16 = (
         "albert_tf float32",
@@ -333,6 +371,29 @@ def main():
     ratio_line(results, "  like for like: equal padding, throughput", f"{bf16} at 128", hub16)
     ratio_line(results, "  like for like: equal padding, p50 latency", f"{bf16} at 128", hub16)
     ratio_line(results, "  long texts, throughput", f"{bf16} long", f"{hub16} long")
+    for ours_name, hub in ((tf32, hub32), (bf16, hub16)):
+        compiled = f"{ours_name} compiled"
+        label = ours_name.removeprefix("albert_tf ")
+        ratio_line(results, f"{label} compiled / plain throughput", compiled, ours_name)
+        ratio_line(
+            results, f"{label} compiled / plain p50 latency", compiled, ours_name, " (target 1.0x or less)"
+        )
+        ratio_line(
+            results,
+            f"{label} compiled / plain throughput, long texts",
+            f"{compiled} long",
+            f"{ours_name} long",
+        )
+        ratio_line(results, f"{label} compiled vs keras_hub {label} throughput", compiled, hub)
+        ratio_line(
+            results,
+            "  like for like: equal padding, throughput",
+            f"{compiled} at 128",
+            hub,
+            " (target 1.25x)",
+        )
+        ratio_line(results, "  like for like: equal padding, p50 latency", f"{compiled} at 128", hub)
+        ratio_line(results, "  long texts, throughput", f"{compiled} long", f"{hub} long")
     ratio_line(results, "float32 vs pytorch (padded to 128) throughput", tf32, "pytorch", " (target 1.2x)")
     ratio_line(results, "float32 vs pytorch_longest throughput (like for like)", tf32, "pytorch_longest")
     return 0

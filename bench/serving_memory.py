@@ -6,6 +6,7 @@ under glibc's malloc (what the stock TF Serving binary uses) and under jemalloc 
 
     python bench/serving_memory.py              # batch 32 sentence pairs at 128 tokens
     python bench/serving_memory.py --batch=1 --allocators=glibc
+    python bench/serving_memory.py --compiled=albert_base --allocators=glibc   # ALBERT's compiled export too
 
 Both are albert_tf classifier exports (random weights: memory does not depend on them) of the configs' own
 vocabulary sizes, tokenizing with the sample SentencePiece model. Each export is loaded by TensorFlow's C++
@@ -15,6 +16,11 @@ that loaded a SavedModel holding nothing (one signature that adds 1) the same wa
 TensorFlow's runtime, which every served model pays. "Model" columns are a process's figure less that floor.
 The export's variables are counted against the model's weights: ALBERT's shared layer is stored once.
 jemalloc and tcmalloc come from Debian's libjemalloc2 and libtcmalloc-minimal4 (apt-get install).
+
+`--compiled=albert_base` adds that model's export with jit_compile=True (its blocks compiled by XLA at every
+shape bucket): its process replays the version's warm-up requests before the batch, as the model server does
+when it loads a version, so it holds every bucket's compiled code, the most such a server holds. Its "model"
+figures are compared with the second model's plain export.
 """
 
 import ctypes.util
@@ -38,6 +44,9 @@ flags.DEFINE_integer("batch", 32, "Sentence pairs in the answered batch.")
 flags.DEFINE_list("models", ["albert_base", "bert_base"], "Configs (albert_tf/configs/NAME.json).")
 flags.DEFINE_list("precisions", ["float32", "bfloat16"], "Export precisions.")
 flags.DEFINE_list("allocators", ["glibc", "jemalloc", "tcmalloc"], "Allocators of the serving processes.")
+flags.DEFINE_list(
+    "compiled", [], "Models (of --models) also exported with jit_compile=True, served after their warm-up."
+)
 FLAGS = flags.FLAGS
 
 SERVE = """
@@ -50,6 +59,8 @@ request = json.loads(sys.argv[2])
 if "x" in request:
     request["x"] = np.array(request["x"], np.float32)
 with Servable(sys.argv[1]) as model:
+    if sys.argv[3] == "warmup":  # as the model server loads a version (a compiled one compiles its buckets)
+        model.replay_warmup()
     model.run("serving_default", request)
     print(kilobytes("VmRSS") / 1024, kilobytes("VmHWM") / 1024)
 """
@@ -61,7 +72,7 @@ def sample_pairs(count):
     return lines[0::2], lines[1::2]
 
 
-def export(name, precision, folder):
+def export(name, precision, folder, jit_compile=False):
     """(export path, parameters, weights the model has, variables the export stores)."""
     import tensorflow as tf
 
@@ -72,8 +83,8 @@ def export(name, precision, folder):
     config = AlbertConfig.from_json_file(shipped.config_file(name))
     model = AlbertClassifier(AlbertEncoder(config), num_classes=2)
     path = export_saved_model(
-        model, SPM, os.path.join(folder, name, precision, "1"), "classifier", SEQ, pair=True,
-        precision=precision,
+        model, SPM, os.path.join(folder, name, precision, "compiled" if jit_compile else "plain", "1"),
+        "classifier", SEQ, pair=True, precision=precision, jit_compile=jit_compile,
     )  # fmt: skip
     stored = [
         key for key, _ in tf.train.list_variables(os.path.join(path, "variables", "variables"))
@@ -123,11 +134,12 @@ def preload(allocator):
     return {**os.environ, "LD_PRELOAD": library}
 
 
-def serve(path, request, allocator):
-    """(resident MB, peak MB) of a fresh process under allocator that loaded path and answered request."""
+def serve(path, request, allocator, warmup=False):
+    """(resident MB, peak MB) of a fresh process under allocator that loaded path (with warmup: and replayed
+    its warm-up requests) and answered request."""
     import json
 
-    arguments = [sys.executable, "-c", SERVE, path, json.dumps(request)]
+    arguments = [sys.executable, "-c", SERVE, path, json.dumps(request), "warmup" if warmup else "none"]
     result = subprocess.run(arguments, capture_output=True, text=True, check=True, env=preload(allocator))
     return [float(x) for x in result.stdout.split()]
 
@@ -139,6 +151,8 @@ def main(argv):
     request = {"text": texts[0], "text_b": texts[1]}
     for allocator in FLAGS.allocators:
         preload(allocator)  # a missing library is named before any work
+    if set(FLAGS.compiled) - set(FLAGS.models):
+        raise app.UsageError(f"--compiled={','.join(FLAGS.compiled)}: give models of --models")
     rows, floors = {}, {}
     with tempfile.TemporaryDirectory() as folder:
         minimal = minimal_export(folder)
@@ -149,23 +163,26 @@ def main(argv):
         print("model | precision | allocator | parameters | weights / stored variables | export MB "
               "| resident MB (model) | peak MB (model)")  # fmt: skip
         for precision in FLAGS.precisions:
-            for name in FLAGS.models:
-                path, parameters, weights, stored = export(name, precision, folder)
+            for name in FLAGS.models + [f"{name} compiled" for name in FLAGS.compiled]:
+                compiled = name.endswith(" compiled")
+                exported = export(name.removesuffix(" compiled"), precision, folder, jit_compile=compiled)
+                path, parameters, weights, stored = exported
                 size = folder_bytes(path) / 2**20
                 for allocator in FLAGS.allocators:
-                    rss, peak = serve(path, request, allocator)
+                    rss, peak = serve(path, request, allocator, warmup=compiled)
                     model_rss, model_peak = rss - floors[allocator], peak - floors[allocator]
                     print(f"{name} | {precision} | {allocator} | {parameters / 1e6:.1f}M | {weights} / "
                           f"{stored} | {size:.1f} | {rss:.0f} ({model_rss:.0f}) | {peak:.0f} "
                           f"({model_peak:.0f})", flush=True)  # fmt: skip
                     rows[name, precision, allocator] = (size, model_rss, model_peak)
     if len(FLAGS.models) == 2:
-        first, second = FLAGS.models
-        for precision in FLAGS.precisions:
-            for allocator in FLAGS.allocators:
-                a, b = rows[first, precision, allocator], rows[second, precision, allocator]
-                print(f"{first} / {second}, {precision}, {allocator}: export {a[0] / b[0]:.3f}x, model "
-                      f"resident {a[1] / b[1]:.3f}x, model peak {a[2] / b[2]:.3f}x")  # fmt: skip
+        second = FLAGS.models[1]
+        for first in [FLAGS.models[0]] + [f"{name} compiled" for name in FLAGS.compiled]:
+            for precision in FLAGS.precisions:
+                for allocator in FLAGS.allocators:
+                    a, b = rows[first, precision, allocator], rows[second, precision, allocator]
+                    print(f"{first} / {second}, {precision}, {allocator}: export {a[0] / b[0]:.3f}x, model "
+                          f"resident {a[1] / b[1]:.3f}x, model peak {a[2] / b[2]:.3f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ ENTRY_POINTS = (
     "run_squad",
     "run_race",
     "export_saved_model",
+    "export_litert",
     "convert_checkpoint",
     "model_summary",
 )

@@ -35,6 +35,11 @@ max_seq_length and choose answers as `run_squad` does (albert_tf/text/span_answe
 windows in bounded sub-batches (SPAN_WINDOWS_PER_CALL). A transformer block the encoder runs at several
 layers (ALBERT's sharing) is one function in the graph, called by each of those layers: the export and the
 served process hold its graph once, not once per layer and signature.
+
+With jit_compile=True each distinct block is instead one XLA-compiled function, run at a few shapes: each
+sub-batch padded to a bucket of rows and width (compiled_blocks.py), compiled when the model server loads the
+version by warm-up requests that cover every bucket (warmup.py); the tokenizer, embeddings and heads stay
+TensorFlow ops. The model server needs XLA on (`--xla_cpu_compilation_enabled=true`).
 """
 
 import collections
@@ -48,7 +53,7 @@ from albert_tf.features import ENCODER_INPUTS
 from albert_tf.models.precision import with_precision
 from albert_tf.models.preprocessing import Preprocessing
 from albert_tf.models.task_models import PADDING_LOGIT
-from albert_tf.serving import sub_batches, warmup
+from albert_tf.serving import compiled_blocks, sub_batches, warmup
 from albert_tf.serving.servable import Servable
 from albert_tf.text import span_answers
 from albert_tf.text.span_settings import SpanSettings
@@ -319,25 +324,34 @@ def _signatures(functions):
 
 
 @contextlib.contextmanager
-def _shared_blocks_as_functions(encoder):
+def _blocks_as_functions(encoder, buckets=None):
     """While signatures are traced, each of encoder's blocks that runs at more than one layer is called as one
     function that the graph does not inline. Inlined (TensorFlow's default, here and in the model server's
     graph optimizer), every layer and every signature holding the model would get its own copy of the
     block's graph, and the served process a copy of its kernels for each: for ALBERT-base, 12 layers in 3
     signatures, about 130 MB more memory than one copy (bench/serving_memory.py). The body is optimized
     on its own (its feed-forward product still fuses with the GELU) and runs as fast. Blocks that run
-    once are left inline. On leaving, the blocks are called as before (the Keras model is unchanged)."""
-    runs = collections.Counter(encoder.schedule)
-    # encoder.blocks holds one block per distinct (attention, feed-forward) pair, in schedule order.
-    distinct = dict.fromkeys(encoder.schedule)
-    shared = [block for block, key in zip(encoder.blocks, distinct, strict=True) if runs[key] > 1]
-    for block in shared:
-        block.call = tf.function(block.call, autograph=False, experimental_attributes={"_noinline": True})
+    once are left inline. With buckets ((rows, widths), compiled_blocks.py), every block is instead one
+    XLA-compiled function at those shapes, and one uncompiled function for shapes past them. On leaving,
+    the blocks are called as before (the Keras model is unchanged)."""
+    if buckets:
+        restore = compiled_blocks.compile_blocks(encoder.blocks, encoder.config.hidden_size, *buckets)
+    else:
+        runs = collections.Counter(encoder.schedule)
+        # encoder.blocks holds one block per distinct (attention, feed-forward) pair, in schedule order.
+        distinct = dict.fromkeys(encoder.schedule)
+        shared = [block for block, key in zip(encoder.blocks, distinct, strict=True) if runs[key] > 1]
+        for block in shared:
+            block.call = tf.function(block.call, autograph=False, experimental_attributes={"_noinline": True})
+
+        def restore():
+            for block in shared:
+                del block.call  # the instance attribute set above: the class's call again
+
     try:
         yield
     finally:
-        for block in shared:
-            del block.call  # the instance attribute set above: the class's call again
+        restore()
 
 
 def _captured_variables(signatures):
@@ -387,7 +401,7 @@ def _finish_proto(export_dir, methods):
 def export_saved_model(
     model, spm_model_file, export_dir, task, max_seq_length=None, pair=None, do_lower_case=None,
     keep_accents=None, warmup_texts=None, span_settings=None, sub_batch_size=SUB_BATCH_SIZE,
-    precision="float32",
+    precision="float32", jit_compile=False,
 ):  # fmt: skip
     """Writes a SavedModel for TF Serving at export_dir (the version folder, e.g. models/albert/1).
 
@@ -420,6 +434,12 @@ def export_saved_model(
         float32); outputs stay float32 (albert_tf/models/precision.py). For CPUs with native bfloat16
         (avx512_bf16 or amx_bf16 in /proc/cpuinfo) and GPUs; elsewhere it is slower than float32
         (bench/README.md has the measurements).
+      jit_compile: run the encoder's transformer blocks as XLA-compiled functions, each sub-batch padded
+        to a bucket of rows and width (compiled_blocks.py); the warm-up requests compile every bucket, so
+        the model server compiles them when it loads the version. Needs sub_batch_size >= 1 (the buckets'
+        most rows) and a model server with XLA:CPU on (`tensorflow_model_server
+        --xla_cpu_compilation_enabled=true`, TF Serving 2.5 or later; without it the warm-up fails and the
+        version does not load). Answers are the plain export's within float32 rounding.
 
     Returns:
       export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the
@@ -432,6 +452,12 @@ def export_saved_model(
     if not isinstance(sub_batch_size, int) or sub_batch_size < 0:
         raise ValueError(
             f"sub_batch_size must be an integer >= 0 (0: the whole batch at once); got {sub_batch_size!r}"
+        )
+    if jit_compile and not sub_batch_size:
+        raise ValueError(
+            "jit_compile pads each sub-batch to a bucket of at most sub_batch_size rows; sub_batch_size=0 "
+            "(the whole batch at once) would compile a shape for each batch size: give sub_batch_size >= 1, "
+            "or export without jit_compile"
         )
     preprocessing = served_preprocessing(
         model, task, max_seq_length, pair, do_lower_case, span_settings, keep_accents=keep_accents
@@ -456,7 +482,17 @@ def export_saved_model(
         spm_model_file, preprocessing.do_lower_case, keep_accents=preprocessing.keep_accents
     )
     functions = _Functions(model, tokenizer, task, max_seq_length, pair, span_settings, sub_batch_size)
-    with _shared_blocks_as_functions(getattr(model, "encoder", model)):
+    num_choices = getattr(model, "num_choices", None)
+    buckets, token_requests = None, ()
+    if jit_compile:
+        rows = compiled_blocks.row_buckets(sub_batch_size)
+        widths = compiled_blocks.width_buckets(max_seq_length)
+        buckets = ([count * (num_choices or 1) for count in rows], widths)  # the model's rows per bucket
+        token_requests = warmup.bucket_requests(
+            task, [(count, width) for count in rows for width in widths], tokenizer.cls_id, tokenizer.sep_id,
+            num_choices,
+        )  # fmt: skip
+    with _blocks_as_functions(getattr(model, "encoder", model), buckets):
         signatures, methods = _signatures(functions)
     root = tf.Module()
     root.tokenizer = tokenizer  # the SentencePiece model resource, created by the init op
@@ -466,7 +502,7 @@ def export_saved_model(
         options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
         tf.saved_model.save(root, folder, signatures=signatures, options=options)
         _finish_proto(folder, methods)
-        warmup.write_warmup_requests(folder, task, pair, warmup_texts, getattr(model, "num_choices", None))
+        warmup.write_warmup_requests(folder, task, pair, warmup_texts, num_choices, token_requests)
         with Servable(folder) as servable:  # what the model server does when it loads a version
             servable.replay_warmup()
 
