@@ -459,6 +459,12 @@ def export_saved_model(
             "(the whole batch at once) would compile a shape for each batch size: give sub_batch_size >= 1, "
             "or export without jit_compile"
         )
+    if jit_compile and precision != "float32":
+        raise ValueError(
+            f"jit_compile is float32 only: XLA rounds a {precision} export's products and sums at other "
+            "places than TensorFlow's kernels, and its labels and span answers moved away from the plain "
+            f"{precision} export's; export {precision} without jit_compile"
+        )
     preprocessing = served_preprocessing(
         model, task, max_seq_length, pair, do_lower_case, span_settings, keep_accents=keep_accents
     )

@@ -60,8 +60,7 @@ TEXTS = [
 SHORT = ["a", "x y z", "Ça va? ﬁne"]  # texts (and pairs) of at most 16 tokens
 # One row; sub-batches of every row bucket, at the widths 20 and 16; several sub-batches, the last short.
 BATCHES = [TEXTS[:1], TEXTS[:2], TEXTS[:3], TEXTS[:4], TEXTS, SHORT[:1], SHORT[:2], SHORT]
-EXPORTS = ("encoder", "pretraining", "classifier", "regression", "span", "multiple_choice",
-           "classifier_bfloat16", "span_bfloat16")  # fmt: skip
+EXPORTS = ("encoder", "pretraining", "classifier", "regression", "span", "multiple_choice")
 pytestmark = pytest.mark.xdist_group("compiled_export")
 
 
@@ -78,8 +77,6 @@ def tiny_models():
         "multiple_choice": (AlbertMultipleChoice(encoder, num_choices=2), "multiple_choice", True),
     }
     models = {name: (*entry, "float32") for name, entry in models.items()}
-    for name in ("classifier", "span"):
-        models[f"{name}_bfloat16"] = (*models[name][:3], "bfloat16")
     return models
 
 
@@ -321,6 +318,14 @@ def test_each_block_is_compiled_once_and_called_by_every_layer(twins):
     )
     layers = tiny_config().num_hidden_layers
     assert calls == layers * 3  # serving_default, classify and serve_token_ids
+
+
+def test_jit_compile_is_refused_with_bfloat16(tmp_path):
+    model = AlbertClassifier(AlbertEncoder(tiny_config(vocab_size=8000)), num_classes=2)
+    with pytest.raises(ValueError, match="jit_compile is float32 only"):
+        export.export_saved_model(model, SPM, tmp_path / "1", "classifier", 16, pair=False,
+                                  precision="bfloat16", jit_compile=True)  # fmt: skip
+    assert not list(tmp_path.iterdir())
 
 
 def test_jit_compile_needs_sub_batches(tmp_path):
