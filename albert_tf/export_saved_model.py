@@ -80,7 +80,7 @@ flags.DEFINE_bool(
     "warm-up requests compile when the server loads the version (seconds per shape). Needs "
     "--sub_batch_size >= 1 and a model server with XLA on: tensorflow_model_server "
     "--xla_cpu_compilation_enabled=true (TF Serving 2.5 or later); without it the version fails to load. "
-    "docs/serving.md, 'Compiled exports'.",
+    "float32 only. docs/serving.md, 'Compiled exports'.",
 )
 # Span answers; default: what run_squad kept in the model (AlbertSpanLabeler.span_settings), else its
 # defaults.

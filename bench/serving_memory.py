@@ -17,10 +17,10 @@ TensorFlow's runtime, which every served model pays. "Model" columns are a proce
 The export's variables are counted against the model's weights: ALBERT's shared layer is stored once.
 jemalloc and tcmalloc come from Debian's libjemalloc2 and libtcmalloc-minimal4 (apt-get install).
 
-`--compiled=albert_base` adds that model's export with jit_compile=True (its blocks compiled by XLA at every
-shape bucket): its process replays the version's warm-up requests before the batch, as the model server does
-when it loads a version, so it holds every bucket's compiled code, the most such a server holds. Its "model"
-figures are compared with the second model's plain export.
+`--compiled=albert_base` adds that model's float32 export with jit_compile=True (its blocks compiled by XLA
+at every shape bucket; compiled exports are float32 only): its process replays the version's warm-up requests
+before the batch, as the model server does when it loads a version, so it holds every bucket's compiled
+code, the most such a server holds. Its "model" figures are compared with the second model's plain export.
 """
 
 import ctypes.util
@@ -163,7 +163,8 @@ def main(argv):
         print("model | precision | allocator | parameters | weights / stored variables | export MB "
               "| resident MB (model) | peak MB (model)")  # fmt: skip
         for precision in FLAGS.precisions:
-            for name in FLAGS.models + [f"{name} compiled" for name in FLAGS.compiled]:
+            compiled_names = [f"{name} compiled" for name in FLAGS.compiled] if precision == "float32" else []
+            for name in FLAGS.models + compiled_names:
                 compiled = name.endswith(" compiled")
                 exported = export(name.removesuffix(" compiled"), precision, folder, jit_compile=compiled)
                 path, parameters, weights, stored = exported
@@ -179,6 +180,8 @@ def main(argv):
         second = FLAGS.models[1]
         for first in [FLAGS.models[0]] + [f"{name} compiled" for name in FLAGS.compiled]:
             for precision in FLAGS.precisions:
+                if first.endswith(" compiled") and precision != "float32":
+                    continue  # compiled exports are float32 only
                 for allocator in FLAGS.allocators:
                     a, b = rows[first, precision, allocator], rows[second, precision, allocator]
                     print(f"{first} / {second}, {precision}, {allocator}: export {a[0] / b[0]:.3f}x, model "

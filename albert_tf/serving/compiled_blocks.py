@@ -82,7 +82,7 @@ def _bucketed_call(block, hidden_size, rows, widths):
     """block's call at inference: x float [batch, width, hidden_size], attention bias float [batch, 1, 1,
     width] → float [batch, width, hidden_size], through the compiled block at the bucket that holds
     (batch, width), or the uncompiled one past the buckets."""
-    # Keras casts both inputs to the block's compute dtype (bfloat16 in a bfloat16 export) before its call.
+    # Keras casts both inputs to the block's compute dtype before its call.
     specs = [
         tf.TensorSpec([None, None, hidden_size], block.compute_dtype),
         tf.TensorSpec([None, 1, 1, None], block.compute_dtype),

@@ -439,7 +439,7 @@ def export_saved_model(
         the model server compiles them when it loads the version. Needs sub_batch_size >= 1 (the buckets'
         most rows) and a model server with XLA:CPU on (`tensorflow_model_server
         --xla_cpu_compilation_enabled=true`, TF Serving 2.5 or later; without it the warm-up fails and the
-        version does not load). Answers are the plain export's within float32 rounding.
+        version does not load). Answers are the plain export's within float32 rounding. float32 only.
 
     Returns:
       export_dir. The directory appears whole or not at all (written under a temporary name, loaded by the
