@@ -91,7 +91,8 @@ TOKENIZER_OPS = frozenset(
 )  # fmt: skip
 
 
-def _strings(name, shape=(None,)):
+def string_spec(name, shape=(None,)):
+    """A tf.string input of a signature: [batch] by default."""
     return tf.TensorSpec(shape, tf.string, name=name)
 
 
@@ -296,11 +297,11 @@ def _signatures(functions):
     """The concrete functions to save, by signature name, and the method name of those not Predict."""
     task, pair = functions.task, functions.pair
     token_spec = {name: _ids(name) for name in ENCODER_INPUTS}
-    texts = [_strings("text"), _strings("text_b")] if pair else [_strings("text")]
+    texts = [string_spec("text"), string_spec("text_b")] if pair else [string_spec("text")]
     methods = {}
     if task == "multiple_choice":
         serving_default = tf.function(
-            functions.choices, input_signature=[_strings("text"), _strings("choices", (None, None))]
+            functions.choices, input_signature=[string_spec("text"), string_spec("choices", (None, None))]
         )
         token_spec = {name: _ids(name, (None, functions.model.num_choices, None)) for name in token_spec}
     elif task == "span":
@@ -317,7 +318,7 @@ def _signatures(functions):
     signatures["serve_token_ids"] = tf.function(functions.token_ids).get_concrete_function(token_spec)
     if task == "classifier":
         name = "regress" if functions.regression else "classify"
-        examples = tf.function(functions.examples, input_signature=[_strings("inputs")])
+        examples = tf.function(functions.examples, input_signature=[string_spec("inputs")])
         signatures[name] = examples.get_concrete_function()
         methods[name] = REGRESS_METHOD if functions.regression else CLASSIFY_METHOD
     return signatures, methods

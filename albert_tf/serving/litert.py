@@ -83,10 +83,6 @@ class LiteRTError(ValueError):
     """The converter failed, or its file holds ops a device runtime lacks or answers a non-finite value."""
 
 
-def _strings(name, shape=(None,)):
-    return tf.TensorSpec(shape, tf.string, name=name)
-
-
 class _OnDevice(tf.Module):
     """The serving_default function a LiteRT file runs: raw strings → the task's named outputs."""
 
@@ -148,9 +144,10 @@ class _OnDevice(tf.Module):
 
 
 def _signature(task, pair, num_choices=None):
+    text = export.string_spec("text")
     if task == "multiple_choice":
-        return [_strings("text"), _strings("choices", (None, num_choices))]
-    return [_strings("text"), _strings("text_b")] if pair else [_strings("text")]
+        return [text, export.string_spec("choices", (None, num_choices))]
+    return [text, export.string_spec("text_b")] if pair else [text]
 
 
 def _frozen(function, signature):
