@@ -47,9 +47,11 @@ setup(
         # Ranges the suite is known to pass with (each upper bound is the next minor or major release, so a
         # new release cannot break `pip install -e ".[test,beam]" && python -m pytest` unnoticed; pytest 9.2
         # changed pytest.approx over mappings). nbclient/nbformat/ipykernel: the tests execute notebooks/.
-        # ai-edge-litert: the LiteRT export's tests run its files (the same pin as the litert extra's).
+        # ai-edge-litert: the LiteRT export's tests run its files (the same pin as the litert extra's);
+        # matplotlib: a sweep's plot is drawn in its tests (the plot extra's pin).
         "test": [
             "ai-edge-litert>=2.3,<2.4",
+            "matplotlib>=3.10,<3.11",
             "pytest>=9.0,<9.3",
             "pytest-xdist>=3.8,<3.9",
             "hypothesis>=6.155,<6.156",
@@ -70,5 +72,8 @@ setup(
         # LiteRT's interpreter: export_litert runs each file in it before writing it, and
         # albert_tf.serving.litert.load runs files with it (tensorflow-text has the custom ops' registrars).
         "litert": ["ai-edge-litert>=2.3,<2.4"],
+        # A fine-tuning sweep's plot (sweep.png: albert_tf/finetuning/sweep_summary.py); without it the
+        # sweep writes its summary and table only.
+        "plot": ["matplotlib>=3.10,<3.11"],
     },
 )

@@ -62,6 +62,7 @@ def main(argv):
         return 1
 
     try:
+        FLAGS.model_dir = model_files.resolve(FLAGS.model_dir)  # a sweep's folder: its chosen run
         spm = model_files.spm_model_file(FLAGS.model_dir)
         if not spm:
             raise FileNotFoundError(f"{FLAGS.model_dir} has no spm.model, which the file tokenizes with")

@@ -103,6 +103,7 @@ def main(argv):
     from albert_tf.text.span_settings import SpanSettings
 
     try:
+        FLAGS.model_dir = model_files.resolve(FLAGS.model_dir)  # a sweep's folder: its chosen run
         file_io.check_folder_path(FLAGS.export_dir, "--export_dir")
         if FLAGS.task == "encoder":
             model = model_dir.load_encoder(FLAGS.model_dir)

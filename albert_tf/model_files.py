@@ -24,6 +24,7 @@ The Keras models in it are loaded and saved by `albert_tf.models.model_dir`.
 """
 
 import json
+import sys
 import zipfile
 
 from albert_tf import file_io
@@ -39,6 +40,33 @@ TOKENIZER_FILE = "tokenizer.json"
 # training starts, so that a run stopped before it saved task_model.keras is resumed only under its settings.
 RUN_MODEL_FILE = "checkpoints/task_model.json"
 CHECKPOINT_STATE_FILE = "checkpoints/checkpoint"  # tf.train.CheckpointManager's list of the checkpoints
+# In a fine-tuning sweep's output_dir (albert_tf/finetuning/sweep.py): its plan, and once every run has ended
+# its summary, which names the chosen run's folder (a model directory).
+SWEEP_FILE = "sweep.json"
+SUMMARY_FILE = "summary.json"
+
+
+def resolve(directory):
+    """The model directory `directory` stands for: itself, or for a fine-tuning sweep's output_dir the run
+    its summary chose, which it says on stderr. ValueError when the sweep has no summary yet, or chose no
+    run (every run failed)."""
+    if not file_io.exists(file_io.join(directory, SWEEP_FILE)):
+        return directory
+    path = file_io.join(directory, SUMMARY_FILE)
+    if not file_io.exists(path):
+        raise ValueError(
+            f"{directory} holds a sweep that has no summary yet (some runs have not ended): "
+            f"python -m albert_tf.summarize_sweep --output_dir={directory} says which"
+        )
+    try:
+        chosen = json.loads(file_io.read_text(path))["chosen"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a sweep's summary ({error})") from None
+    if not chosen:
+        raise ValueError(f"{directory}: every run of the sweep failed ({path}), so it chose no model")
+    model = file_io.join(directory, chosen["run"])
+    print(f"albert_tf: {directory} is a sweep; its chosen model is {model}: {chosen['why']}", file=sys.stderr)
+    return model
 
 
 def require(directory, name):

@@ -6,6 +6,9 @@
 Writes to --output_dir a model directory with the best evaluation's classifier (task_model.keras, ready for
 `python -m albert_tf.export_saved_model --task=classifier`), eval_results.json and, with --do_predict,
 test_results.tsv. See albert_tf/finetuning/classifier.py.
+
+Several values of --seed, --learning_rate, --train_batch_size or --train_step run a sweep: each setting once
+per seed, in its own folder under --output_dir, summarized by its median (albert_tf/finetuning/sweep.py).
 """
 
 import sys
@@ -32,18 +35,11 @@ flags.DEFINE_list(
 flags.mark_flag_as_required("task_name")
 
 
-def run(settings, data):
-    from albert_tf.finetuning import classifier  # TensorFlow: started once the data is read
-
-    return classifier.run(settings, data)
-
-
-def main(argv, command="run_classifier", run=run):
+def main(argv, command="run_classifier"):
     del argv
     return command_line.main(
-        ClassifierSettings, command, run,
-        convert={"labels": lambda labels: tuple(labels) if labels else None},
-    )  # fmt: skip
+        ClassifierSettings, command, convert={"labels": lambda labels: tuple(labels) if labels else None}
+    )
 
 
 if __name__ == "__main__":

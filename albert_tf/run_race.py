@@ -17,14 +17,8 @@ FLAGS = flags.FLAGS
 FLAGS.set_default("task_name", "race")
 
 
-def run(settings, data):
-    from albert_tf.finetuning import multiple_choice  # TensorFlow: started once the data is read
-
-    return multiple_choice.run(settings, data)
-
-
 def main(argv):
-    return run_classifier.main(argv, command="run_race", run=run)
+    return run_classifier.main(argv, command="run_race")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ Writes to --output_dir a model directory with the best evaluation's span labeler
 `python -m albert_tf.export_saved_model --task=span`), eval_results.json (exact_match, f1) and, with
 --do_predict, predictions.json (and null_odds.json for v2.0) in the official evaluation scripts' formats.
 See albert_tf/finetuning/span.py.
+
+Several values of --seed, --learning_rate, --train_batch_size or --train_step run a sweep: each setting once
+per seed, in its own folder under --output_dir, summarized by its median (albert_tf/finetuning/sweep.py).
 """
 
 import sys
@@ -33,15 +36,9 @@ FLAGS.set_default("max_seq_length", 384)
 FLAGS.set_default("learning_rate", 5e-5)
 
 
-def run(settings, data):
-    from albert_tf.finetuning import span  # TensorFlow: started once the data is read
-
-    return span.run(settings, data)
-
-
 def main(argv):
     del argv
-    return command_line.main(SquadSettings, "run_squad", run)
+    return command_line.main(SquadSettings, "run_squad")
 
 
 if __name__ == "__main__":

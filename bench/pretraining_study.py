@@ -15,10 +15,12 @@ Stages, each skipped when its output exists (so a stopped study resumes; run_pre
   5. curves     every checkpoint of both models evaluated on the held-out records of *both* kinds (the
                 paper's Table 5: a model trained on one objective, tested on the other), beside the
                 most-frequent-token baseline of masked LM; on its own kind, what the run itself evaluated.
-  6. downstream each pretrained model and the same model randomly initialized, fine-tuned on doc_topics
+  6. downstream each pretrained model and the same model randomly initialized (one random encoder, so
+                that every init varies by its fine-tuning seed only), fine-tuned on doc_topics
                 (data/doc_topics) and on `doc_source` (which package's documentation a held-out sentence
-                comes from, built from the downstream pages), 3 seeds each; one evaluation after the last
-                step, on the dev split, nothing chosen by it.
+                comes from, built from the downstream pages): a sweep of 3 seeds each
+                (albert_tf/finetuning/sweep.py), reported as the median over the seeds with the failed runs
+                counted; one evaluation after the last step, on the dev split, nothing chosen by it.
   7. continued  with --continue_steps=N only, outside the hour: both models trained N more steps from their
                 last weights (the same recipe: a new warm-up and decay), evaluated on both kinds as in 5.
 Outputs in --work_dir: results.json, curves.png, downstream.png (continued.png with 7), and the table printed
@@ -427,58 +429,50 @@ def _documents_for(docs, sentences):
 
 
 def downstream(work, config, spm, tasks, recipe):
-    """{task: {init: [dev accuracy per seed]}}; each fine-tuning once, results kept as they come."""
-    path = os.path.join(work, "downstream.json")
-    results = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as file:
-            results = json.load(file)
+    """{task: {init: the sweep's summary}}: each init fine-tuned with SEEDS as one sweep, which goes on
+    where it stopped when the study is started again."""
     import keras
 
     from albert_tf import model_files
     from albert_tf.config import AlbertConfig
-    from albert_tf.finetuning import classifier
+    from albert_tf.finetuning import sweep, task_data
     from albert_tf.finetuning.settings import ClassifierSettings
     from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 
+    random_init = os.path.join(work, "random_init")
+    if not model_files.is_model_dir(random_init):
+        keras.utils.set_random_seed(SEEDS[0])
+        fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
+        model_dir.save_model_dir(fresh, random_init, spm_model=spm)
+    scores = {}
     for task, folder in tasks.items():
         for init in INITS:
-            for seed in SEEDS:
-                key = f"{task}/{init}/{seed}"
-                if key in results:
-                    continue
-                start = os.path.join(work, "pretrain", init)
-                if init == "random":  # the same model, randomly initialized with this seed
-                    start = os.path.join(work, "random_init", str(seed))
-                    if not model_files.is_model_dir(start):
-                        keras.utils.set_random_seed(seed)
-                        fresh = AlbertPretrainer(AlbertEncoder(AlbertConfig.from_json_file(config)))
-                        model_dir.save_model_dir(fresh, start, spm_model=spm)
-                settings = ClassifierSettings(
-                    task_name="text",
-                    train_file=os.path.join(folder, "train.csv"),
-                    dev_file=os.path.join(folder, "dev.csv"),
-                    model_dir=start,
-                    output_dir=os.path.join(work, "finetune", task, init, str(seed)),
-                    max_seq_length=64,
-                    learning_rate=2e-4,
-                    train_step=recipe["finetune_steps"],
-                    warmup_step=recipe["finetune_steps"] // 10,
-                    save_checkpoints_steps=recipe["finetune_steps"],
-                    seed=seed,
-                    jit_compile=True,
-                )
-                shutil.rmtree(settings.output_dir, ignore_errors=True)
-                accuracy = classifier.run(settings)["accuracy"]
-                keras.backend.clear_session()
-                results[key] = accuracy
-                log(f"{key}: dev accuracy {accuracy:.3f}")
-                with open(path + ".tmp", "w", encoding="utf-8") as file:
-                    json.dump(results, file, indent=1, sort_keys=True)
-                os.replace(path + ".tmp", path)
-    return {
-        task: {init: [results[f"{task}/{init}/{seed}"] for seed in SEEDS] for init in INITS} for task in tasks
-    }
+            settings = ClassifierSettings(
+                task_name="text",
+                train_file=os.path.join(folder, "train.csv"),
+                dev_file=os.path.join(folder, "dev.csv"),
+                model_dir=random_init if init == "random" else os.path.join(work, "pretrain", init),
+                output_dir=os.path.join(work, "finetune", task, init),
+                max_seq_length=64,
+                learning_rate=2e-4,
+                train_step=recipe["finetune_steps"],
+                warmup_step=recipe["finetune_steps"] // 10,
+                save_checkpoints_steps=recipe["finetune_steps"],
+                seed=SEEDS[0],
+                jit_compile=True,
+            )
+            grid = {**{name: (getattr(settings, name),) for name in sweep.GRID}, "seed": SEEDS}
+            data = task_data.read(settings, "run_classifier")
+            summary = sweep.run(settings, grid, data, "run_classifier")
+            scores.setdefault(task, {})[init] = summary
+            figures = summary["settings"][0]["figures"]["accuracy"]
+            log(f"{task}/{init}: dev accuracy median {figures['median']:.3f} over {len(SEEDS)} seeds")
+    return scores
+
+
+def _accuracies(summary):
+    """The dev accuracy of each seed of a one-setting sweep's summary, in seed order."""
+    return [run["accuracy"] for run in summary["settings"][0]["runs"]]
 
 
 # Report --------------------------------------------------------------------------------------------------
@@ -534,13 +528,15 @@ def plot_downstream(path, scores):
     figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 3.6))
     for axis, (task, by_init) in zip(axes, scores.items(), strict=True):
         for x, init in enumerate(INITS):
-            values = by_init[init]
-            axis.bar(x, sum(values) / len(values), color="#9ab", width=0.6)
+            values = _accuracies(by_init[init])
+            axis.bar(
+                x, by_init[init]["settings"][0]["figures"]["accuracy"]["median"], color="#9ab", width=0.6
+            )
             axis.plot([x] * len(values), values, "k.", markersize=6)
         axis.set_xticks(
             range(len(INITS)), [f"{i.upper()}-pretrained" if i != "random" else "random init" for i in INITS]
         )
-        axis.set(title=f"{task}: dev accuracy, 3 seeds", ylim=(0, 1))
+        axis.set(title=f"{task}: dev accuracy, {len(SEEDS)} seeds (bar: median)", ylim=(0, 1))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -563,18 +559,20 @@ def curves_table(curve_results):
 
 
 def downstream_table(scores):
-    """Markdown: dev accuracy per task and init, mean ± sd over the seeds."""
+    """Markdown: dev accuracy per task and init, the median over the seeds with their range, and the runs
+    that failed (at or below the constant prediction, or stopped: albert_tf/finetuning/sweep_summary.py)."""
+    seeds = len(SEEDS)
     lines = [
-        "| task | " + " | ".join(f"{i} (mean ± sd, 3 seeds)" for i in INITS) + " |",
+        "| task | " + " | ".join(f"{i} (median [min, max], {seeds} seeds)" for i in INITS) + " |",
         "|---|---|---|---|",
     ]
     for task, by_init in scores.items():
         cells = []
         for init in INITS:
-            values = by_init[init]
-            mean = sum(values) / len(values)
-            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-            cells.append(f"{mean:.3f} ± {sd:.3f}")
+            setting = by_init[init]["settings"][0]
+            figures = setting["figures"]["accuracy"]
+            failed = f", {setting['failed']} failed" if setting["failed"] else ""
+            cells.append(f"{figures['median']:.3f} [{figures['min']:.3f}, {figures['max']:.3f}]{failed}")
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -44,6 +44,11 @@ APPENDED = {
         ),
         "albert_tf.run_classifier --task_name=text": "--train_step=2 --warmup_step=1",
     },
+    "docs/finetuning.md": {
+        "albert_tf.run_classifier --task_name=text --train_file=data/doc_topics/train.csv": (
+            "--train_step=20 --warmup_step=2 --seed=1 --nojit_compile"
+        ),
+    },
 }
 # The commands of the README's walk: run, not opted out (corpus → tokenizer → records → pretraining →
 # fine-tuning → export).

@@ -22,6 +22,7 @@ ENTRY_POINTS = (
     "export_litert",
     "convert_checkpoint",
     "model_summary",
+    "summarize_sweep",
 )
 # The wheel's environment (conftest.py's installed_wheel) is the quick start's: one worker builds it once.
 pytestmark = pytest.mark.xdist_group("installed_wheel")

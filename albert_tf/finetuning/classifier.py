@@ -38,6 +38,27 @@ def evaluate(labels, predictions, names):
     return {name: functions[name](labels, predictions) for name in names}
 
 
+def metric_names(task_name, regression):
+    """The metrics a task reports; the first picks the best evaluation (and a sweep's setting)."""
+    return ("pearson", "spearman") if regression else TASK_METRICS.get(task_name.lower(), DEFAULT_METRICS)
+
+
+def constant_baseline(settings, data):
+    """{metric: value} on the dev split of a model that gives one answer whatever the text: per metric, the
+    best score any one label (each label of the task; a regression's mean training score) gets when
+    predicted for every example. A sweep (albert_tf/finetuning/sweep.py) calls a run that ends at or below
+    it failed: a collapsed model settles on some label, not always the most frequent."""
+    dev = [example.label for example in data.splits["dev"]]
+    regression = data.labels is None
+    if regression:
+        constants = [float(np.mean([example.label for example in data.splits["train"]]))]
+    else:
+        constants = range(len(data.labels))
+    names = metric_names(settings.task_name, regression)
+    scores = [evaluate(dev, [constant] * len(dev), names) for constant in constants]
+    return {name: max(score[name] for score in scores) for name in names}
+
+
 class ClassifierTask(task.FineTuningTask):
     """GLUE or CSV/JSONL classification (regression when the task has no label set)."""
 
@@ -54,9 +75,7 @@ class ClassifierTask(task.FineTuningTask):
 
     @property
     def metric_names(self):
-        if self.regression:
-            return ("pearson", "spearman")
-        return TASK_METRICS.get(self.task_name, DEFAULT_METRICS)
+        return metric_names(self.task_name, self.regression)
 
     @property
     def chance_loss(self):

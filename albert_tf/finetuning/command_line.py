@@ -1,21 +1,30 @@
 """The flags every fine-tuning entry point takes (run_classifier, run_race, run_squad), and their `main`.
 
-Each entry point defines its task's own flags next to these, then calls `main(settings_class, command,
-run)`: the flags named like the settings' fields become the settings, those not given taken from a
-fine-tuned --model_dir where its model keeps them (settings.saved_settings); the model directory is checked
-and the data read (albert_tf/finetuning/task_data.py) before TensorFlow starts (on a local disk; a remote
-file system is TensorFlow's); then `run(settings, data)` trains. Bad input (a data file, a flag value) ends
-the run with one line naming the entry point and the problem.
+Each entry point defines its task's own flags next to these, then calls `main(settings_class, command)`:
+the flags named like the settings' fields become the settings, those not given taken from a fine-tuned
+--model_dir where its model keeps them (settings.saved_settings); the model directory is checked and the
+data read (albert_tf/finetuning/task_data.py) before TensorFlow starts (on a local disk; a remote file
+system is TensorFlow's); then the task's module (settings.TASK_MODULES) trains: `run(settings, data)`, or
+with several values of the grid's flags a sweep (sweep.py). Bad input (a data file, a flag value) ends the
+run with one line naming the entry point and the problem.
 """
 
 import dataclasses
+import importlib
 import sys
 
 from absl import flags
 
 from albert_tf import file_io, model_files, tf_startup
 from albert_tf.finetuning import settings as task_settings
-from albert_tf.finetuning import task_data
+from albert_tf.finetuning import sweep, task_data
+
+
+def _define_values(name, default, kind, text):
+    flags.DEFINE(sweep.GridValues(kind), name, default, text, serializer=flags.CsvListSerializer(","))
+
+
+SWEEPS = "several, comma-separated, make a sweep (docs/finetuning.md)"
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -25,14 +34,21 @@ flags.DEFINE_string(
 )  # fmt: skip
 flags.DEFINE_string("output_dir", None, "Where the fine-tuned model directory and results go.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence; longer inputs are truncated.")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size (all replicas, one update).")
+_define_values(
+    "train_batch_size", 32, int, f"Global training batch size (all replicas, one update); {SWEEPS}."
+)
 flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation and prediction batch size.")
-flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate (AdamW, warmup then linear decay).")
+_define_values(
+    "learning_rate", 2e-5, float, f"Peak learning rate (AdamW, warmup then linear decay); {SWEEPS}."
+)
 # The original's names; run_pretraining's (num_train_steps, num_warmup_steps) are taken too. A flag given
 # twice, in either spelling, is as any absl flag given twice: the last wins, so a recipe's steps can be
 # overridden under either name.
-flags.DEFINE_integer(
-    "train_step", 1000, "Training steps (also --num_train_steps; in either spelling the last given wins)."
+_define_values(
+    "train_step",
+    1000,
+    int,
+    f"Training steps (also --num_train_steps; in either spelling the last given wins); {SWEEPS}.",
 )
 flags.DEFINE_integer(
     "warmup_step", 100, "Warmup steps (also --num_warmup_steps; in either spelling the last given wins)."
@@ -66,6 +82,11 @@ flags.DEFINE_bool(
 flags.DEFINE_float(
     "rollback_learning_rate_factor", 0.5, "What each rollback multiplies the learning rate by."
 )
+flags.DEFINE_bool(
+    "end_with_best", True,
+    "End with the best evaluation's weights and results (the model directory, eval_results.json); "
+    "--noend_with_best: with the last step's. A sweep's runs end with their last step's.",
+)  # fmt: skip
 flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the task head.")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", True, "Evaluate on the dev set and write eval_results.json.")
@@ -76,7 +97,15 @@ flags.DEFINE_enum(
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy=tpu); 'local' on a TPU VM.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "Compile training steps with XLA.")
-flags.DEFINE_integer("seed", 12345, "Seed of initialization, shuffling and dropout.")
+_define_values("seed", 12345, int, f"Seed of initialization, shuffling and dropout; {SWEEPS}.")
+flags.DEFINE_integer(
+    "sweep_task_index", None,
+    "This process's share of a sweep's runs: runs index, index + count, ... (default: Slurm's, a Kubernetes "
+    "indexed Job's or Vertex AI's index, else the only process).",
+)  # fmt: skip
+flags.DEFINE_integer(
+    "sweep_task_count", None, "The processes sharing a sweep's runs (see --sweep_task_index)."
+)
 flags.DEFINE_enum(
     "errors", "strict", ["strict", "replace"],
     "Task data that is not UTF-8: strict refuses the file, naming the line and byte; replace reads each such "
@@ -85,29 +114,39 @@ flags.DEFINE_enum(
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 
 
-def main(settings_class, command, run, convert=None):
+def main(settings_class, command, convert=None):
     """Builds settings_class from the flags of its fields, reads the data with task_data.read(settings,
-    command), starts TensorFlow and runs `run(settings, data)`; 1 on bad input.
+    command), starts TensorFlow and runs the task's module (settings.TASK_MODULES): `run(settings, data)`,
+    or the sweep of the grid's flags given several values (sweep.run); 1 on bad input.
 
     Args:
       command: "run_classifier", "run_race" or "run_squad": what the data is read as, and the name errors
         start with.
-      run: imports the task's module (TensorFlow) when called, so that nothing starts TensorFlow before the
-        data is read.
       convert: {field: function} applied to flag values that need it (e.g. a list flag to a tuple).
     """
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(settings_class)}
     for name, function in (convert or {}).items():
         values[name] = function(values[name])
+    grid = {name: values[name] for name in sweep.GRID}
+    values.update({name: grid[name][0] for name in sweep.GRID})  # a sweep sets them per run
     # DataError and TokenizerError are ValueErrors; the training engine's errors join once TensorFlow is in.
     refusals = (ValueError, FileNotFoundError, file_io.DiskFullError)
     try:
         try:
             if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
                 tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
+            values["model_dir"] = model_files.resolve(values["model_dir"])
             values.update(_from_the_model(command, values))
             settings = settings_class(**values)
-            data = task_data.read(settings, command)
+            several = len(sweep.plan(grid)) > 1
+            slot = _slot(several)
+            if several:
+                sweep.check(settings, grid, command)
+            else:
+                sweep.check_single(settings)
+            # Read once for every run: checked against the largest batch a run takes.
+            largest = dataclasses.replace(settings, train_batch_size=max(grid["train_batch_size"]))
+            data = task_data.read(largest, command)
         except (ValueError, FileNotFoundError) as error:
             if values["strategy"] == "multi_worker_mirrored":  # the cluster's other tasks are told first
                 tf_startup.import_tensorflow_quietly()
@@ -119,11 +158,28 @@ def main(settings_class, command, run, convert=None):
         from albert_tf.training.engine import TrainingError
 
         refusals += (TrainingError,)
-        run(settings, data)
+        if several:
+            sweep.run(settings, grid, data, command, slot)
+        else:
+            importlib.import_module(task_settings.TASK_MODULES[command]).run(settings, data)
     except refusals as error:
         print(f"{command}: error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _slot(several):
+    """This process's share of a sweep (sweep.task_slot); a single run refuses --sweep_task_* flags."""
+    index, count = FLAGS.sweep_task_index, FLAGS.sweep_task_count
+    if not several:
+        if index is not None or count is not None:
+            raise ValueError(
+                "--sweep_task_index and --sweep_task_count split a sweep's runs; this command makes one "
+                "run (a sweep takes several values of --seed, --learning_rate, --train_batch_size or "
+                "--train_step)"
+            )
+        return sweep.Slot()
+    return sweep.task_slot(index, count)
 
 
 def _from_the_model(command, values):

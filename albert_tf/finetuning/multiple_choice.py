@@ -37,6 +37,9 @@ class RaceTask(classifier.ClassifierTask):
         )  # fmt: skip
 
 
+constant_baseline = classifier.constant_baseline  # the best of the answer letters given to every question
+
+
 def run(settings, data: task_data.TaskData | None = None):
     """data: what task_data.read read (None: read it now)."""
     return task.run(settings, RaceTask, data)

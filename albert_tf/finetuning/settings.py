@@ -28,6 +28,7 @@ class FineTuningSettings:
     remat: bool = False
     rollback_on_collapse: bool = False
     rollback_learning_rate_factor: float = 0.5
+    end_with_best: bool = True
     dropout_rate: float = 0.1
     do_train: bool = True
     do_eval: bool = True
@@ -71,6 +72,12 @@ TASK_MODEL_CLASSES = {
     "run_classifier": "AlbertClassifier",
     "run_race": "AlbertMultipleChoice",
     "run_squad": "AlbertSpanLabeler",
+}
+# The module of each command's task: its run(settings, data) and constant_baseline(settings, data).
+TASK_MODULES = {
+    "run_classifier": "albert_tf.finetuning.classifier",
+    "run_race": "albert_tf.finetuning.multiple_choice",
+    "run_squad": "albert_tf.finetuning.span",
 }
 # A span model's span_settings, by the run_squad flag of the same name.
 SPAN_FLAGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "null_score_threshold")

@@ -117,6 +117,15 @@ class SquadTask(task.FineTuningTask):
                 self.write(name, json.dumps(values, indent=2, ensure_ascii=False) + "\n")
 
 
+def constant_baseline(settings, data):
+    """{metric: value} on the dev split of a model that never answers (every prediction ""): what a sweep
+    (albert_tf/finetuning/sweep.py) calls a failed run's score; 0 on v1.1, the unanswerable share on v2.0."""
+    del settings
+    gold = {example.qas_id: list(example.answers) for example in data.splits["dev"]}
+    scores = metrics.squad_scores({}, gold)
+    return {name: scores[name] for name in SquadTask.metric_names}
+
+
 def run(settings: SquadSettings, data: task_data.TaskData | None = None):
     """data: what task_data.read read (None: read it now)."""
     return task.run(settings, SquadTask, data)

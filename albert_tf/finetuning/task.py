@@ -57,6 +57,7 @@ class FineTuningTask(Task):
     def __init__(self, settings: FineTuningSettings, data: task_data.TaskData | None = None):
         """data: what task_data.read read (None: read it now, after the strategy is made)."""
         self.settings = s = settings
+        self.ends_with_best = s.end_with_best
         self.written = []  # the files `write` wrote, which the run names at its end
         # First: multi-worker collectives must be configured before TensorFlow runs any op.
         if distribution.is_evaluator():

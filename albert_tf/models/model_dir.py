@@ -94,11 +94,11 @@ def write_run_model_config(model, directory):
 
 
 def load_task_model(directory):
-    """The directory's fine-tuned task model."""
+    """The directory's fine-tuned task model (a fine-tuning sweep's folder: its chosen run's)."""
     # Registers the task models' classes for deserialization (imported here: task_models imports us).
     from albert_tf.models import task_models  # noqa: F401
 
-    path = model_files.require(directory, model_files.TASK_MODEL_FILE)
+    path = model_files.require(model_files.resolve(directory), model_files.TASK_MODEL_FILE)
     try:
         # Not compiled: the optimizer it was trained with is not needed to predict or export.
         return keras.saving.load_model(path, compile=False)

@@ -220,7 +220,8 @@ class _TaskModel(HeadModel):
 
     @classmethod
     def from_model_dir(cls, directory, dtype=None, max_seq_length=None, text_pair=None, **head_arguments):
-        """This task model from a model directory.
+        """This task model from a model directory (or a fine-tuning sweep's folder: its chosen run's,
+        which it says; model_files.resolve).
 
         A directory with a fine-tuned task model (task_model.keras, what fine-tuning writes) gives that
         model, as it was saved (its dtype policy and preprocessing included), to predict with or fine-tune
@@ -230,6 +231,7 @@ class _TaskModel(HeadModel):
         encoder gets freshly initialized heads, and preprocessing of max_seq_length tokens and text_pair
         (None: not known yet) and the directory's casing.
         """
+        directory = model_files.resolve(directory)  # a fine-tuning sweep's folder: its chosen run
         if not model_files.has_task_model(directory):
             preprocessing = Preprocessing(
                 max_seq_length=max_seq_length,
@@ -325,6 +327,7 @@ class AlbertClassifier(_TaskModel):
     def from_model_dir(cls, directory, dtype=None, labels=None, **head_arguments):
         """As `_TaskModel.from_model_dir`; a fine-tuned classifier keeps its labels, and must have these
         labels when it has any (a model fine-tuned before it kept them adopts these)."""
+        directory = model_files.resolve(directory)  # a fine-tuning sweep's folder: its chosen run
         if not model_files.has_task_model(directory):
             return super().from_model_dir(directory, dtype=dtype, labels=labels, **head_arguments)
         model = super().from_model_dir(directory, dtype=dtype, **head_arguments)

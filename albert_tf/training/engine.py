@@ -59,6 +59,12 @@ class TrainingError(RuntimeError):
     which checkpoint was kept."""
 
 
+class DivergenceError(TrainingError):
+    """A run stopped by its own training: a loss that is not finite, float16 steps that all overflow, or a
+    collapse no rollback mends. Its recipe or seed failed, not the machine or its files: a sweep
+    (albert_tf/finetuning/sweep.py) records it as a failed run and goes on."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineSettings:
     """How a run steps, saves and evaluates (the flags every entry point shares)."""
@@ -462,7 +468,7 @@ class Engine:
         healthy = [path for path in self.manager.checkpoints if _step_of(path) <= state.guard.healthy_step]
         if not healthy or state.rollbacks == MAX_ROLLBACKS:
             why = "no checkpoint precedes it" if not healthy else f"{MAX_ROLLBACKS} rollbacks did not help"
-            raise TrainingError(
+            raise DivergenceError(
                 f"{reason} at step {step}, and {why}; stopping. Lower --learning_rate, raise "
                 "--num_warmup_steps, or check the data of the steps around it"
             )
@@ -595,12 +601,12 @@ class Engine:
         if self.loss_scale is not None:
             scale = float(self.loss_scale.scale.numpy())
             if scale < MINIMUM_SCALE:
-                raise TrainingError(
+                raise DivergenceError(
                     f"every float16 step overflows (loss scale {scale:g} at step {step}); stopping. "
                     f"Last good checkpoint: {kept}. Lower --learning_rate, or use --mixed_precision=bfloat16."
                 )
         elif not all(np.all(np.isfinite(value)) for value in tf.nest.flatten(statistics)):
-            raise TrainingError(
+            raise DivergenceError(
                 f"the loss is not finite at step {step} (NaN or Inf); stopping. Last good checkpoint: "
                 f"{kept}. Lower --learning_rate, or use --mixed_precision=bfloat16 instead of float16."
             )
