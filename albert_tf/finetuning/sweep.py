@@ -8,11 +8,12 @@ gathered into a summary (sweep_summary.py).
 Several values of --learning_rate, --train_batch_size, --train_step or --seed make a sweep. A *setting* is
 one learning rate, batch size and step count; each setting runs once per seed, in plan order (the settings
 in the order the values were given, the seeds within each), into output_dir/<setting>/seed<N>/
-(`lr2e-05_batch32_steps1000/seed3/`): a model directory, as a single run's output_dir is, and run.json once
-the run has ended. Every other flag is shared by the runs, and output_dir/sweep.json records them with the
-grid: a sweep started again goes on where it was (a run that has ended is not run again, one stopped
-mid-way resumes from its last checkpoint), and one given other shared flags is refused before it mixes its
-runs with the first one's.
+(`lr2e-05_batch32_steps1000/seed3/`): a model directory, as a single run's output_dir is (but ending with
+its last step's weights and evaluation: PER_RUN), and run.json once the run has ended. Every other flag is
+shared by the runs, and output_dir/sweep.json records them with the runs: a sweep started again goes on
+where it was (a run that has ended is not run again, one stopped mid-way resumes from its last checkpoint),
+more values of the grid's flags add their runs to it, and other values of the shared flags that change what
+a run learns are refused before its runs mix with the first ones.
 
 Runs are independent, so processes split them: the process of index i among n takes runs i, i + n,
 i + 2n, ... (`task_slot`: --sweep_task_index and --sweep_task_count, or what Slurm array jobs, Kubernetes
