@@ -13,8 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SPM = os.path.join(ROOT, "albert_tf", "sample", "spm_8k.model")
 
 
-@pytest.mark.slow
-def test_run_race_trains_evaluates_and_predicts(tmp_path):
+def race_folder(tmp_path):
+    """A tiny model directory and a RACE folder whose every split holds the same 8 questions, answers A to D
+    twice."""
     model_dir.save_model_dir(
         AlbertPretrainer(AlbertEncoder(tiny_config(vocab_size=8000))), tmp_path / "model", SPM
     )
@@ -40,6 +41,11 @@ def test_run_race_trains_evaluates_and_predicts(tmp_path):
                 "answers": ["A", "B", "C", "D"],
             }
             (folder / "1.txt").write_text(json.dumps(record), encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_run_race_trains_evaluates_and_predicts(tmp_path):
+    race_folder(tmp_path)
     result = commands.run(
         "albert_tf.run_race",
         [f"--data_dir={tmp_path / 'RACE'}", f"--model_dir={tmp_path / 'model'}",
@@ -59,3 +65,23 @@ def test_run_race_trains_evaluates_and_predicts(tmp_path):
     gold = list("ABCD") * 2
     assert results["accuracy"] == sum(p == g for p, g in zip(letters, gold, strict=True)) / len(gold)
     assert model_dir.load_task_model(str(tmp_path / "out")).num_choices == 4
+
+
+@pytest.mark.slow
+def test_a_race_sweep_scores_its_seeds_against_the_best_single_letter(tmp_path):
+    race_folder(tmp_path)
+    result = commands.run(
+        "albert_tf.run_race",
+        [f"--data_dir={tmp_path / 'RACE'}", f"--model_dir={tmp_path / 'model'}",
+         f"--output_dir={tmp_path / 'sweep'}", "--max_seq_length=16", "--train_batch_size=2",
+         "--eval_batch_size=4", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2",
+         "--seed=1,2"],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert summary["baseline"] == {"accuracy": 0.25}  # each letter is the answer to 2 of the 8
+    runs = summary["settings"][0]["runs"]
+    for run in runs:
+        accuracy = json.loads((tmp_path / "sweep" / run["run"] / "eval_results.json").read_text())["accuracy"]
+        assert run["accuracy"] == accuracy and (run["failed"] is None) == (accuracy > 0.25)
+    assert [run["seed"] for run in runs] == [1, 2]

@@ -162,6 +162,27 @@ def test_v2_decides_answerability(setup, tmp_path):
     assert "" in answers and set(answers) & set(COLOURS)
 
 
+@pytest.mark.slow
+def test_a_v2_sweep_scores_its_seeds_against_never_answering(setup, tmp_path):
+    """run_squad given two seeds: a sweep whose constant prediction is no answer at all, the unanswerable
+    share of the dev questions."""
+    output = tmp_path / "sweep"
+    result = run_squad(setup, output, "v2.0", "--version_2_with_negative", "--seed=1,2", "--train_step=40")
+    assert result.returncode == 0, result.stderr[-3000:]
+    paragraphs = json.loads((setup / "dev-v2.0.json").read_text())["data"][0]["paragraphs"]
+    questions = [qa for paragraph in paragraphs for qa in paragraph["qas"]]
+    unanswerable = 100 * sum(qa["is_impossible"] for qa in questions) / len(questions)
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["metric"] == "f1" and summary["baseline"] == pytest.approx(
+        {"f1": unanswerable, "exact_match": unanswerable}
+    )
+    runs = summary["settings"][0]["runs"]
+    assert [run["seed"] for run in runs] == [1, 2]
+    for run in runs:
+        scores = json.loads((output / run["run"] / "eval_results.json").read_text())
+        assert run["f1"] == scores["f1"] and (run["failed"] is None) == (scores["f1"] > unanswerable)
+
+
 def test_windows_without_room_are_refused_before_tensorflow_starts(setup, tmp_path):
     result = run_squad_fresh(setup, tmp_path / "out", "v1.1", "--doc_stride=0")
     assert result.returncode == 1
