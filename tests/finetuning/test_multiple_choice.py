@@ -43,16 +43,20 @@ def race_folder(tmp_path):
             (folder / "1.txt").write_text(json.dumps(record), encoding="utf-8")
 
 
-@pytest.mark.slow
-def test_run_race_trains_evaluates_and_predicts(tmp_path):
+def run_race(tmp_path, output, *extra):
+    """run_race on race_folder's data and model, 4 steps, into tmp_path / output; then extra flags."""
     race_folder(tmp_path)
-    result = commands.run(
+    return commands.run(
         "albert_tf.run_race",
         [f"--data_dir={tmp_path / 'RACE'}", f"--model_dir={tmp_path / 'model'}",
-         f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16", "--train_batch_size=2",
-         "--eval_batch_size=4", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2",
-         "--do_predict"],
+         f"--output_dir={tmp_path / output}", "--max_seq_length=16", "--train_batch_size=2",
+         "--eval_batch_size=4", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2", *extra],
     )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_run_race_trains_evaluates_and_predicts(tmp_path):
+    result = run_race(tmp_path, "out", "--do_predict")
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
     assert set(results) == {"accuracy", "global_step"}
@@ -69,14 +73,7 @@ def test_run_race_trains_evaluates_and_predicts(tmp_path):
 
 @pytest.mark.slow
 def test_a_race_sweep_scores_its_seeds_against_the_best_single_letter(tmp_path):
-    race_folder(tmp_path)
-    result = commands.run(
-        "albert_tf.run_race",
-        [f"--data_dir={tmp_path / 'RACE'}", f"--model_dir={tmp_path / 'model'}",
-         f"--output_dir={tmp_path / 'sweep'}", "--max_seq_length=16", "--train_batch_size=2",
-         "--eval_batch_size=4", "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2",
-         "--seed=1,2"],
-    )  # fmt: skip
+    result = run_race(tmp_path, "sweep", "--seed=1,2")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert summary["baseline"] == {"accuracy": 0.25}  # each letter is the answer to 2 of the 8
