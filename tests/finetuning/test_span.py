@@ -167,7 +167,7 @@ def test_a_v2_sweep_scores_its_seeds_against_never_answering(setup, tmp_path):
     """run_squad given two seeds: a sweep whose constant prediction is no answer at all, the unanswerable
     share of the dev questions."""
     output = tmp_path / "sweep"
-    result = run_squad(setup, output, "v2.0", "--version_2_with_negative", "--seed=1,2", "--train_step=40")
+    result = run_squad(setup, output, "v2.0", "--version_2_with_negative", "--seed=1,2", "--train_step=10")
     assert result.returncode == 0, result.stderr[-3000:]
     paragraphs = json.loads((setup / "dev-v2.0.json").read_text())["data"][0]["paragraphs"]
     questions = [qa for paragraph in paragraphs for qa in paragraph["qas"]]
