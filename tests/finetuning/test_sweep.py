@@ -322,3 +322,26 @@ def test_a_sweep_is_refused_before_tensorflow_when_it_cannot_run_or_compare(tmp_
     single = ClassifierSettings(task_name="text", model_dir="m", output_dir=str(folder))
     with pytest.raises(ValueError, match="holds a sweep"):
         sweep.check_single(single)
+
+
+def test_a_sweep_on_another_file_system_is_summarized_and_resolved_there(tmp_path):
+    """The summary, the plot and the chosen run through TensorFlow's file systems (ram://, in this process),
+    as on gs:// storage that every process of a split sweep writes to."""
+    import tensorflow as tf
+
+    from albert_tf import file_io, model_files
+    from albert_tf.finetuning import sweep_summary
+
+    local = fake_sweep(tmp_path / "sweep", {(1e-5, 1): 0.6, (1e-5, 2): 0.7, (2e-5, 1): 0.3, (2e-5, 2): 0.5})
+    remote = f"ram://{tmp_path.name}/sweep"
+    for path in local.rglob("*"):
+        if path.is_file():
+            target = f"{remote}/{path.relative_to(local).as_posix()}"
+            tf.io.gfile.makedirs(target.rsplit("/", 1)[0])
+            file_io.write_atomically(target, path.read_bytes())
+    summary, missing = sweep_summary.gather(remote)
+    assert missing == [] and summary == sweep_summary.gather(str(local))[0]
+    sweep_summary.write(remote, summary)
+    assert json.loads(file_io.read_text(f"{remote}/summary.json")) == json.loads(json.dumps(summary))
+    assert file_io.read_bytes(f"{remote}/sweep.png").startswith(b"\x89PNG")
+    assert model_files.resolve(remote) == f"{remote}/lr1e-05_batch16_steps20/seed2"
