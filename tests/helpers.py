@@ -77,6 +77,22 @@ def small_spm(folder, vocab_size=90):
     return str(pathlib.Path(folder) / "small_spm.model")
 
 
+def spm_without_commas(prefix, lines, vocab_size, **settings):
+    """A SentencePiece model with ALBERT's special pieces trained by SentencePiece itself, as a model from
+    elsewhere may be, on lines without their commas: it has no "," piece (train_tokenizer's models always
+    have one). settings: more of SentencePiece's training options. Returns its path."""
+    import sentencepiece
+
+    from albert_tf.text.tokenizer import CLS, MASK, SEP
+
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter([line.replace(",", " ").replace("，", " ") for line in lines]),
+        model_prefix=str(prefix), vocab_size=vocab_size, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=[CLS, SEP, MASK], minloglevel=2, **settings,
+    )  # fmt: skip
+    return f"{prefix}.model"
+
+
 # Python's -X importtime lists each module a process imports on stderr: a command run with it shows
 # whether it started TensorFlow.
 IMPORT_TIMES = ("-X", "importtime")

@@ -42,7 +42,8 @@ Where the ids can still differ from Python's (rare; bench/litert_parity.py count
   multi-byte <unk>). About 3 in 10,000 lines: 56 of 192,000 held-out rows, 10 of 32,000 random strings.
 - SentencePiece's user-defined pieces are protected from its normalizer; here they are too where the
   normalizer has a rule starting with one of them (step_two_rules), but not inside a longer rule.
-- The model must have a "," piece: the digit-comma rule works on ids (DeviceTokenizer refuses others).
+- The model must have a "," piece: the digit-comma rule works on ids (DeviceTokenizer refuses others;
+  train_tokenizer adds one to every model it makes).
 """
 
 import functools
@@ -84,9 +85,9 @@ class DeviceTokenizer(tf.Module):
       model_file: a SentencePiece model with the ALBERT special pieces: its path, or its bytes.
       do_lower_case, keep_accents: as `AlbertTokenizer`'s.
 
-    The model must have a "," piece (every model train_tokenizer makes from text with commas has one): the
-    digit-comma rule then works on ids alone. Building takes a few seconds (a pass over every code point and
-    the model's normalizer rules).
+    The model must have a "," piece (every model train_tokenizer makes has one, from text with commas or
+    without): the digit-comma rule then works on ids alone. Building takes a few seconds (a pass over every
+    code point and the model's normalizer rules).
     """
 
     def __init__(self, model_file, do_lower_case=True, keep_accents=False, name=None):
@@ -97,7 +98,7 @@ class DeviceTokenizer(tf.Module):
         if rewrites is None:
             raise ValueError(
                 "DeviceTokenizer needs a SentencePiece model with a ',' piece (the digit-comma rule by id); "
-                "train it on text with commas"
+                "`python -m albert_tf.train_tokenizer` gives every model one, even from text without commas"
             )
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents

@@ -97,6 +97,10 @@ def train(
                 control_symbols=[CLS, SEP, MASK],
                 add_dummy_prefix=add_dummy_prefix,
                 user_defined_symbols=list(user_defined_symbols),
+                # A "," piece even from a corpus without commas (Thai writes few): the on-device
+                # tokenizer applies the digit-comma rule by id and needs one (serving/litert_text.py).
+                # Where the corpus has commas the pieces and scores are the same with or without it.
+                required_chars=",",
                 num_threads=num_threads,
                 minloglevel=2,
             )

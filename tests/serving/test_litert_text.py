@@ -14,8 +14,9 @@ from tensorflow.lite.python import schema_py_generated as schema
 
 from albert_tf.serving import litert_text
 from albert_tf.serving.litert_text import CUSTOM_OPS, DeviceTokenizer
+from albert_tf.text import spm_training
 from albert_tf.text.tokenizer import AlbertTokenizer
-from tests.helpers import SAMPLE_SPM
+from tests.helpers import SAMPLE_SPM, spm_without_commas
 from tests.text.text_samples import MARKED_LINES, varied_lines
 
 SEQ_LENGTH = 64
@@ -128,6 +129,24 @@ def test_every_setting_packs_as_python_singles_and_pairs(do_lower_case, keep_acc
     _assert_packs_as_python(single, python, lines)
     _, pair = _converted(do_lower_case, keep_accents, pair=True)
     _assert_packs_as_python(pair, python, lines, lines[3:] + lines[:3], seq_length=PAIR_LENGTH)
+
+
+@pytest.mark.slow
+def test_a_model_trained_on_text_without_commas_packs_digit_commas_as_python(tmp_path):
+    """train_tokenizer gives a corpus without commas a "," piece, so its model goes on a device and splits
+    "1990," as Python does; a model from elsewhere without one is refused, naming what it lacks."""
+    lines = [*MARKED_LINES, *varied_lines(300, seed=7)]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(line.replace(",", " ").replace("，", " ") for line in lines) + "\n", "utf-8")
+    spm_training.train([str(corpus)], str(tmp_path / "spm"), vocab_size=300, character_coverage=1.0)
+    python = AlbertTokenizer(tmp_path / "spm.model")
+    _, run = _interpreter(DeviceTokenizer(str(tmp_path / "spm.model")), False, SEQ_LENGTH)
+    texts = [*SCRIPTS, "In 1990, 2000, 3,5 and 1,000,", "٣, ๓, 12,,", *lines[-50:]]
+    _assert_packs_as_python(run, python, texts)
+    assert python.sp.piece_to_id(",") in python.encode("In 1990, 2000")
+    foreign = spm_without_commas(tmp_path / "foreign", lines, vocab_size=500, hard_vocab_limit=False)
+    with pytest.raises(ValueError, match="needs a SentencePiece model with a ',' piece"):
+        DeviceTokenizer(foreign)
 
 
 # Characters the module documents as read with less context than Python's lowercasing has (final sigma

@@ -67,3 +67,15 @@ def test_missing_folders_of_the_prefix_are_made_and_removed_again_when_training_
         spm_training.train([text], f"{tmp_path}/spm/", vocab_size=60)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spm", "text.txt"]  # other/ is gone again
     assert sorted(p.name for p in (tmp_path / "spm").iterdir()) == ["new"]
+
+
+def test_every_model_has_a_comma_piece_even_from_text_without_commas(tmp_path):
+    # The on-device tokenizer applies the digit-comma rule by id (serving/litert_text.py): it needs a ","
+    # piece, and a corpus of a script that writes few commas (Thai) may have none to learn one from.
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(f"line {i} of a small corpus and no comma in it" for i in range(300)) + "\n")
+    spm_training.train([str(text)], str(tmp_path / "spm"), vocab_size=60)
+    tokenizer = AlbertTokenizer(tmp_path / "spm.model")
+    assert tokenizer.sp.piece_to_id(",") != tokenizer.unk_id
+    ids = tokenizer.encode("line 12, 3")  # the digit-comma rule splits "2," into "2" and ","
+    assert tokenizer.sp.piece_to_id(",") in ids and tokenizer.unk_id not in ids

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from albert_tf.text import spm_training
 from albert_tf.text.tf_tokenizer import InGraphTokenizer
 from albert_tf.text.tokenizer import AlbertTokenizer
-from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM
+from tests.helpers import SAMPLE_CORPUS, SAMPLE_SPM, spm_without_commas
 from tests.text.text_samples import MARKED_LINES, varied_lines
 
 
@@ -165,15 +165,18 @@ def test_in_graph_ids_equal_python_ids_on_marked_scripts_with_and_without_keep_a
 def test_text_never_becomes_a_control_id_even_where_the_model_lacks_its_characters(tmp_path, commas):
     # A cased model that has no "[" piece reads "[MASK]" in text as one unknown run: <unk>, in every
     # tokenizer, with or without a digit-comma piece in the line (the original would look its text up). A
-    # model without a "," piece takes the pieces path in both tokenizers.
-    corpus = tmp_path / "corpus.txt"
-    lines = [*MARKED_LINES, "In 1990, 2000, 3,5 and 1,000,"]
-    lines = lines if commas else [line.replace(",", " ").replace("，", " ") for line in lines]
-    corpus.write_text("\n".join(lines * 20) + "\n", "utf-8")
-    spm_training.train(
-        [str(corpus)], str(tmp_path / "m"), vocab_size=260, do_lower_case=False, keep_accents=True
-    )
-    model = str(tmp_path / "m.model")
+    # model without a "," piece (from elsewhere: train_tokenizer's have one) takes the pieces path in both
+    # tokenizers.
+    lines = [*MARKED_LINES, "In 1990, 2000, 3,5 and 1,000,"] * 20
+    if commas:
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_text("\n".join(lines) + "\n", "utf-8")
+        spm_training.train(
+            [str(corpus)], str(tmp_path / "m"), vocab_size=260, do_lower_case=False, keep_accents=True
+        )
+        model = str(tmp_path / "m.model")
+    else:
+        model = spm_without_commas(tmp_path / "m", lines, vocab_size=260, hard_vocab_limit=False)
     python, graph = AlbertTokenizer(model, False, True), InGraphTokenizer(model, False, True)
     assert python.sp.piece_to_id("[") == python.unk_id
     assert (python.sp.piece_to_id(",") != python.unk_id) == commas
