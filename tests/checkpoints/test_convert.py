@@ -87,6 +87,7 @@ def converted(tmp_path_factory):
     return base, outputs_in_child(jobs, base), notes
 
 
+@pytest.mark.xdist_group("converted")  # one process converts the goldens once
 @pytest.mark.parametrize("kind", ["tf1", "hf", "back"])
 @pytest.mark.parametrize("name", GOLDENS)
 def test_converted_models_reproduce_hugging_face(converted, kind, name):
@@ -98,6 +99,7 @@ def test_converted_models_reproduce_hugging_face(converted, kind, name):
         )
 
 
+@pytest.mark.xdist_group("converted")
 def test_tf1_keeps_the_global_step_skips_optimizer_state_and_reports_unknown_variables(converted):
     base, _, notes = converted
     text = " ".join(notes["tf1_single_group"])
@@ -109,6 +111,7 @@ def test_tf1_keeps_the_global_step_skips_optimizer_state_and_reports_unknown_var
     assert not (base / "hf_single_group" / model_files.STEP_FILE).exists()
 
 
+@pytest.mark.xdist_group("converted")
 @pytest.mark.parametrize("name", GOLDENS)
 def test_hugging_face_output_matches_what_transformers_saves(converted, name):
     base, _, _ = converted

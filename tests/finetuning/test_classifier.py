@@ -163,6 +163,7 @@ def pairs(setup, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("classifier_pairs")  # one process runs the shared fine-tuning once
 def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(pairs):
     """run_classifier --task_name=text on CSV rows with text_b: the model it writes takes pairs."""
     _, tuned, result = pairs
@@ -180,6 +181,7 @@ def test_the_text_task_fine_tunes_on_sentence_pairs_from_a_text_b_field(pairs):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("classifier_pairs")
 def test_a_fine_tuned_text_classifier_predicts_with_its_own_length_and_labels(pairs):
     """A fine-tuned directory brings the settings it was tuned with: predicting a test file with no --labels
     and no --max_seq_length gives the labels the model itself predicts on the same pairs."""

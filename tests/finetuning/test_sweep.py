@@ -54,6 +54,7 @@ def recomputed(output):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("uninterrupted_sweep")  # one process runs the shared sweep once
 def test_a_sweep_reports_each_settings_figures_over_its_seeds_and_names_its_failed_runs(uninterrupted):
     output, result = uninterrupted
     assert result.returncode == 0, result.stderr[-3000:]
@@ -89,6 +90,7 @@ def test_a_sweep_reports_each_settings_figures_over_its_seeds_and_names_its_fail
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("uninterrupted_sweep")
 def test_the_sweep_folder_stands_for_its_chosen_run(uninterrupted, capfd):
     from albert_tf.models import AlbertClassifier
 
@@ -102,6 +104,7 @@ def test_the_sweep_folder_stands_for_its_chosen_run(uninterrupted, capfd):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("uninterrupted_sweep")
 def test_a_sweep_killed_and_split_over_two_processes_ends_with_the_uninterrupted_summary(
     uninterrupted, tmp_path
 ):
@@ -138,6 +141,7 @@ def test_a_sweep_killed_and_split_over_two_processes_ends_with_the_uninterrupted
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("uninterrupted_sweep")
 def test_a_sweep_refuses_a_folder_of_other_shared_settings(uninterrupted, tmp_path):
     whole, _ = uninterrupted
     output = tmp_path / "copy"

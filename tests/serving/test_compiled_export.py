@@ -182,17 +182,6 @@ def test_a_compiled_classifier_answers_as_the_plain_export(twins):
         assert_same_answers(plain.run(signature, inputs), compiled.run(signature, inputs), where)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [name for name in EXPORTS if name != "classifier"])
-def test_every_task_answers_as_the_plain_export(twins, name):
-    """As above for every other task: span answers (windows in sub-batches of every bucket) and ids equal,
-    numbers within float32 rounding."""
-    plain, compiled, _ = twins(name)
-    for signature, inputs in requests(name, plain):
-        where = f"{name}/{signature}/{len(next(iter(inputs.values())))} rows"
-        assert_same_answers(plain.run(signature, inputs), compiled.run(signature, inputs), where)
-
-
 def test_the_warmup_requests_are_every_bucket_on_serve_token_ids(twins):
     """One serve_token_ids request per (row bucket, width bucket), each one sub-batch of exactly that shape
     (every position a real token, none a trailing [CLS]), then the text requests."""
@@ -252,8 +241,9 @@ def served_without_compiling(path, asked, folder):
 def test_the_warmup_compiles_every_shape_and_a_server_without_xla_refuses_the_rest(twins, name, tmp_path):
     """Compilation turned off, as in a model server started without --xla_cpu_compilation_enabled:
 
-    - after the warm-up, every signature answers batches of 1 to 7 rows and every bucket as the plain
-      export does, so the warm-up compiled every shape a request can reach;
+    - after the warm-up, every signature of every task answers batches of 1 to 7 rows and every bucket as
+      the plain export does (span answers from windows in sub-batches of every bucket, ids and labels
+      equal, numbers within float32 rounding), so the warm-up compiled every shape a request can reach;
     - without it, every request that runs the encoder is refused ("XLA compilation disabled": what the model
       server answers its warm-up, failing the version's load), so none of them ran uncompiled: each lies in
       a bucket;
