@@ -201,44 +201,54 @@ SERVER = """
 import ctypes, pickle, sys
 from albert_tf.serving import servable as served
 from albert_tf.serving.servable import Servable, ServingError
-path, requests_file, out = sys.argv[1:]
+requests_file, out = sys.argv[1:]
 with open(requests_file, "rb") as file:
-    requests = pickle.load(file)
-warm = Servable(path)
-warm.replay_warmup()
-cold = Servable(path)  # loaded, never run: no shape compiled in its session
+    asked = pickle.load(file)  # name -> (path, requests)
+sessions = {}
+for name, (path, _) in asked.items():
+    warm = Servable(path)
+    warm.replay_warmup()
+    sessions[name] = {"warm": warm, "cold": Servable(path)}  # cold: loaded, never run, nothing compiled
 # What tensorflow_model_server does without --xla_cpu_compilation_enabled (at its start; here after the
-# warm-up of one session): every XLA compilation from now on fails.
+# warm-up of one session of each export): every XLA compilation from now on fails.
 getattr(served._lib(), "_ZN10tensorflow21DisableXlaCompilationEv")()
-answers = {"warm": [], "cold": []}
-for session, key in ((warm, "warm"), (cold, "cold")):
-    for signature, inputs in requests:
-        try:
-            answers[key].append(session.run(signature, inputs))
-        except ServingError as error:
-            answers[key].append(str(error))
+answers = {}
+for name, (_, requests) in asked.items():
+    answers[name] = {"warm": [], "cold": []}
+    for key, session in sessions[name].items():
+        for signature, inputs in requests:
+            try:
+                answers[name][key].append(session.run(signature, inputs))
+            except ServingError as error:
+                answers[name][key].append(str(error))
 with open(out, "wb") as file:
     pickle.dump(answers, file)
 """
 
 
-def served_without_compiling(path, asked, folder):
-    """answers["warm"] and answers["cold"] to each request of asked (an error message where one failed):
-    the compiled export at path loaded twice in a child process, XLA compilation then turned off, as the
-    model server runs without its XLA flag; "warm" from the session that replayed the warm-up, "cold" from
-    one that did not."""
+@pytest.fixture(scope="module")
+def served_without_compiling(twins, tmp_path_factory):
+    """name → (requests, answers) for every export of EXPORTS: requests(name, plain, wide=True), and
+    answers["warm"] and answers["cold"] to each (an error message where one failed): the compiled exports
+    loaded twice each in one child process, XLA compilation then turned off, as the model server runs
+    without its XLA flag; "warm" from the session that replayed the warm-up, "cold" from one that did not."""
+    folder = tmp_path_factory.mktemp("served")
+    asked = {name: (twins(name)[2], requests(name, twins(name)[0], wide=True)) for name in EXPORTS}
     (folder / "requests.pkl").write_bytes(pickle.dumps(asked))
     result = subprocess.run(
-        [sys.executable, "-c", SERVER, path, str(folder / "requests.pkl"), str(folder / "answers.pkl")],
+        [sys.executable, "-c", SERVER, str(folder / "requests.pkl"), str(folder / "answers.pkl")],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    return pickle.loads((folder / "answers.pkl").read_bytes())
+    answers = pickle.loads((folder / "answers.pkl").read_bytes())
+    return {name: (asked[name][1], answers[name]) for name in EXPORTS}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPORTS)
-def test_the_warmup_compiles_every_shape_and_a_server_without_xla_refuses_the_rest(twins, name, tmp_path):
+def test_the_warmup_compiles_every_shape_and_a_server_without_xla_refuses_the_rest(
+    twins, served_without_compiling, name
+):
     """Compilation turned off, as in a model server started without --xla_cpu_compilation_enabled:
 
     - after the warm-up, every signature of every task answers batches of 1 to 7 rows and every bucket as
@@ -249,9 +259,8 @@ def test_the_warmup_compiles_every_shape_and_a_server_without_xla_refuses_the_re
       a bucket;
     - except serve_token_ids ids wider than max_seq_length (past the last width bucket), which run the
       blocks uncompiled, as the plain export does, and answer alike in both sessions."""
-    plain, _, path = twins(name)
-    asked = requests(name, plain, wide=True)
-    answers = served_without_compiling(path, asked, tmp_path)
+    plain = twins(name)[0]
+    asked, answers = served_without_compiling[name]
     for (signature, inputs), warm, cold in zip(asked, answers["warm"], answers["cold"], strict=True):
         where = f"{name}/{signature}/{len(next(iter(inputs.values())))} rows"
         assert not isinstance(warm, str), f"{where}: {warm}"
