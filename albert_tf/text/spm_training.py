@@ -99,8 +99,9 @@ def train(
                 user_defined_symbols=list(user_defined_symbols),
                 # A "," piece even from a corpus without commas (Thai writes few): the on-device
                 # tokenizer applies the digit-comma rule by id and needs one (serving/litert_text.py).
-                # Where the corpus has commas the pieces and scores are the same with or without it.
-                required_chars=",",
+                # Where the corpus has commas the pieces and scores are the same with or without it; a
+                # user-defined "," is a piece already (SentencePiece refuses it twice).
+                required_chars="" if "," in user_defined_symbols else ",",
                 num_threads=num_threads,
                 minloglevel=2,
             )

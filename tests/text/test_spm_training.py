@@ -79,3 +79,7 @@ def test_every_model_has_a_comma_piece_even_from_text_without_commas(tmp_path):
     assert tokenizer.sp.piece_to_id(",") != tokenizer.unk_id
     ids = tokenizer.encode("line 12, 3")  # the digit-comma rule splits "2," into "2" and ","
     assert tokenizer.sp.piece_to_id(",") in ids and tokenizer.unk_id not in ids
+    # "," among the user-defined pieces: one piece still (SentencePiece refuses a piece defined twice).
+    spm_training.train([str(text)], str(tmp_path / "own"), vocab_size=60, user_defined_symbols=[",", "."])
+    tokenizer = AlbertTokenizer(tmp_path / "own.model")
+    assert tokenizer.sp.piece_to_id(",") == 5 and tokenizer.sp.piece_to_id(",") in tokenizer.encode("12, 3")
