@@ -77,6 +77,11 @@ def small_spm(folder, vocab_size=90):
     return str(pathlib.Path(folder) / "small_spm.model")
 
 
+def without_commas(lines):
+    """lines with each comma (and the fullwidth one NFKC makes a comma) replaced by a space."""
+    return [line.replace(",", " ").replace("，", " ") for line in lines]
+
+
 def spm_without_commas(prefix, lines, vocab_size, **settings):
     """A SentencePiece model with ALBERT's special pieces trained by SentencePiece itself, as a model from
     elsewhere may be, on lines without their commas: it has no "," piece (train_tokenizer's models always
@@ -86,7 +91,7 @@ def spm_without_commas(prefix, lines, vocab_size, **settings):
     from albert_tf.text.tokenizer import CLS, MASK, SEP
 
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter([line.replace(",", " ").replace("，", " ") for line in lines]),
+        sentence_iterator=iter(without_commas(lines)),
         model_prefix=str(prefix), vocab_size=vocab_size, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
         control_symbols=[CLS, SEP, MASK], minloglevel=2, **settings,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from albert_tf.serving import litert_text
 from albert_tf.serving.litert_text import CUSTOM_OPS, DeviceTokenizer
 from albert_tf.text import spm_training
 from albert_tf.text.tokenizer import AlbertTokenizer
-from tests.helpers import SAMPLE_SPM, spm_without_commas
+from tests.helpers import SAMPLE_SPM, spm_without_commas, without_commas
 from tests.text.text_samples import MARKED_LINES, varied_lines
 
 SEQ_LENGTH = 64
@@ -137,7 +137,7 @@ def test_a_model_trained_on_text_without_commas_packs_digit_commas_as_python(tmp
     "1990," as Python does; a model from elsewhere without one is refused, naming what it lacks."""
     lines = [*MARKED_LINES, *varied_lines(300, seed=7)]
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(line.replace(",", " ").replace("，", " ") for line in lines) + "\n", "utf-8")
+    corpus.write_text("\n".join(without_commas(lines)) + "\n", "utf-8")
     spm_training.train([str(corpus)], str(tmp_path / "spm"), vocab_size=300, character_coverage=1.0)
     python = AlbertTokenizer(tmp_path / "spm.model")
     _, run = _interpreter(DeviceTokenizer(str(tmp_path / "spm.model")), False, SEQ_LENGTH)
