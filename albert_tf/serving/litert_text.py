@@ -48,6 +48,7 @@ Where the ids can still differ from Python's (rare; bench/litert_parity.py count
 
 import functools
 import io
+import itertools
 import os
 import struct
 import sys
@@ -317,9 +318,18 @@ def _darts(entries):
 
 
 def _darts_entries(units):
-    """{key bytes: value} of a darts-clone double array (uint32 units), read a level of the trie at a time."""
+    """{key bytes: value} of a darts-clone double array (uint32 units), read a level of the trie at a time.
+
+    A unit of label c (bits 0-7; a leaf's bit 31 keeps it from matching) at position i is a child of every
+    node whose base is i ^ c: darts-clone shares the subtrees of equal suffixes (several nodes, one base), so
+    each level groups its nodes by base and one pass over the units finds every group's children."""
     units = np.asarray(units, np.uint32).astype(np.int64)
-    labels = np.arange(1, 256)
+    labels = units & 0x800000FF
+    children = np.flatnonzero((labels > 0) & (labels < 256))
+    child_bases = children ^ labels[children]
+    keep = child_bases < len(units)
+    children, child_bases = children[keep], child_bases[keep]
+    group_of_base = np.full(len(units), -1, np.int64)
     entries = {}
     positions, prefixes = np.zeros(1, np.int64), [b""]  # the nodes of this level
     while len(positions):
@@ -328,14 +338,27 @@ def _darts_entries(units):
         for index in np.flatnonzero((found & 0x100) != 0).tolist():
             if prefixes[index]:
                 entries[prefixes[index]] = int(units[bases[index]] & 0x7FFFFFFF)
-        children = bases[:, None] ^ labels[None, :]
-        inside = children < len(units)
-        hit = inside & ((units[np.where(inside, children, 0)] & 0x800000FF) == labels[None, :])
-        rows, columns = np.nonzero(hit)
-        positions = children[rows, columns]
+        unique, group = np.unique(bases, return_inverse=True)
+        group_of_base[unique] = np.arange(len(unique))
+        hit = np.flatnonzero(group_of_base[child_bases] >= 0)
+        hit_group = group_of_base[child_bases[hit]]
+        group_of_base[unique] = -1
+        # Every (node of a group, child of that group): the nodes of each group in order, repeated.
+        members = np.argsort(group, kind="stable")
+        counts = np.bincount(group, minlength=len(unique))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        repeats = counts[hit_group]
+        first = np.repeat(starts[hit_group], repeats)
+        within = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+        parents = members[first + within]
+        new_positions = np.repeat(children[hit], repeats)
+        order = np.lexsort((labels[new_positions], parents))
+        parents, new_positions = parents[order], new_positions[order]
         prefixes = [
-            prefixes[r] + bytes([c + 1]) for r, c in zip(rows.tolist(), columns.tolist(), strict=True)
+            prefixes[p] + bytes([c])
+            for p, c in zip(parents.tolist(), labels[new_positions].tolist(), strict=True)
         ]
+        positions = new_positions
     return entries
 
 
@@ -371,10 +394,11 @@ def _rewrite(rules, text, longest):
 def _compile_charsmap(rules):
     """{source: replacement} → a precompiled_charsmap, by SentencePiece's own builder (a model trained for
     nothing else on one character, with the rules as its normalization_rule_tsv)."""
-    lines = [
-        " ".join(f"{ord(c):X}" for c in source) + "\t" + " ".join(f"{ord(c):X}" for c in target)
-        for source, target in sorted(rules.items())
-    ]
+
+    def hexadecimal(text):  # the code points as 8 hexadecimal digits each, separated by spaces
+        return text.encode("utf-32-be").hex(" ", 4)
+
+    lines = [hexadecimal(source) + "\t" + hexadecimal(target) for source, target in sorted(rules.items())]
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "rules.tsv")
         with open(path, "w", encoding="utf-8") as file:
@@ -403,10 +427,11 @@ def step_two_rules(precompiled, do_lower_case, keep_accents, user_defined=()):
     })  # fmt: skip
     if do_lower_case:
         rules.update(_sigma_rules(normalize, do_lower_case, keep_accents))
-    for piece in user_defined:
-        # SentencePiece leaves a user-defined piece as it is written: no rule may start inside it.
-        rules = {source: target for source, target in rules.items() if not source.startswith(piece)}
-        rules[piece] = piece
+    if user_defined:
+        # SentencePiece leaves a user-defined piece as it is written: no rule may start with one.
+        pieces = tuple(user_defined)
+        rules = {source: target for source, target in rules.items() if not source.startswith(pieces)}
+        rules.update((piece, piece) for piece in pieces)
     return rules
 
 
@@ -415,17 +440,8 @@ def _sigma_rules(normalize, do_lower_case, keep_accents):
     (both past case-ignorable characters), else to "σ". Step 1 writes _SIGMA; these rules read the next
     character (what step 1 writes first for a cased one) and the previous: " " (a word's start, and the
     text's: the fast encoder puts its " " before the normalizer runs), digits and ASCII punctuation."""
-    cased_starts = set()
-    mapping = character_map(do_lower_case, keep_accents)
-    for code in range(sys.maxunicode + 1):
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        char = chr(code)
-        written = mapping.get(char.encode(), char)
-        if written and not written.startswith(MARK) and _is_cased(written[0]):
-            cased_starts.add(written[0])
     rules = {_SIGMA: normalize("ς"), _SIGMA + _SIGMA: normalize("σς")}
-    for char in cased_starts:
+    for char in _cased_starts(do_lower_case, keep_accents):
         rules[_SIGMA + char] = normalize("σ" + char)
         rules[_SIGMA + _SIGMA + char] = normalize("σσ" + char)
     for before in ' 0123456789!"#$%&()*+,-/;<=>?@[\\]_{|}~':
@@ -433,9 +449,31 @@ def _sigma_rules(normalize, do_lower_case, keep_accents):
     return rules
 
 
-def _is_cased(char):
-    """Python's Cased and not Case_Ignorable (read from str.lower's final sigma)."""
-    return ("1" + char + "Σ").lower()[-1] == "ς"
+@functools.cache
+def _cased_starts(do_lower_case, keep_accents):
+    """The cased characters (Python's Cased and not Case_Ignorable) that step 1 writes first for some
+    character: each character it leaves as it is, and the first of each text it writes (not a marker)."""
+    cased = _cased_characters()
+    mapped = {}
+    for key, text in character_map(do_lower_case, keep_accents).items():
+        try:
+            mapped[key.decode()] = text
+        except UnicodeDecodeError:  # an ill-formed subpart, not a character
+            continue
+    starts = {char for char in cased if char not in mapped}
+    starts.update(text[0] for text in mapped.values() if text and text[0] in cased)
+    return starts
+
+
+@functools.cache
+def _cased_characters():
+    """Every character that lowercasing counts as cased before a final sigma: c is when "1" + c + "Σ"
+    lowercases to end in "ς". One str.lower for all: "1" lowercases to itself, no lowercase holds one, and
+    Σ lowercases to one character."""
+    every = itertools.chain(range(0xD800), range(0xE000, sys.maxunicode + 1))
+    chars = "".join(map(chr, every)).replace("1", "")
+    lowered = ("1" + "Σ1".join(chars) + "Σ").lower().split("1")[1:]
+    return {char for char, text in zip(chars, lowered, strict=True) if text[-1] == "ς"}
 
 
 def sentencepiece_model(model, do_lower_case, keep_accents):
