@@ -351,14 +351,11 @@ def _darts_entries(units):
         first = np.repeat(starts[hit_group], repeats)
         within = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
         parents = members[first + within]
-        new_positions = np.repeat(children[hit], repeats)
-        order = np.lexsort((labels[new_positions], parents))
-        parents, new_positions = parents[order], new_positions[order]
-        prefixes = [
-            prefixes[p] + bytes([c])
-            for p, c in zip(parents.tolist(), labels[new_positions].tolist(), strict=True)
-        ]
-        positions = new_positions
+        positions = np.repeat(children[hit], repeats)
+        order = np.lexsort((labels[positions], parents))
+        parents, positions = parents[order], positions[order]
+        steps = zip(parents.tolist(), labels[positions].tolist(), strict=True)
+        prefixes = [prefixes[parent] + bytes([label]) for parent, label in steps]
     return entries
 
 
