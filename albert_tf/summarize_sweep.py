@@ -14,7 +14,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import file_io
+from albert_tf import file_io, tf_startup
 from albert_tf.finetuning import sweep_summary
 
 FLAGS = flags.FLAGS
@@ -24,6 +24,7 @@ flags.mark_flag_as_required("output_dir")
 
 def main(argv):
     del argv
+    tf_startup.import_tensorflow_quietly_for([FLAGS.output_dir])
     try:
         summary, missing = sweep_summary.gather(FLAGS.output_dir)
         if summary is None:

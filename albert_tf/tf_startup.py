@@ -88,6 +88,18 @@ def import_tensorflow_quietly():
             sys.stderr.flush()
 
 
+def import_tensorflow_quietly_for(values):
+    """import_tensorflow_quietly when a flag value (a string, or a list of them) names a remote file system
+    (file_io.is_remote), for commands that import TensorFlow only to read one: first, before reading it
+    would import TensorFlow with its notices."""
+    from albert_tf import file_io
+
+    strings = [value for value in values if isinstance(value, str)]
+    strings += [item for value in values if isinstance(value, list | tuple) for item in value]
+    if any(isinstance(item, str) and file_io.is_remote(item) for item in strings):
+        import_tensorflow_quietly()
+
+
 def _hold_back_info_lines():
     """absl logging at WARNING, unless the command line set --verbosity (absl's app.run sets INFO)."""
     from absl import flags, logging

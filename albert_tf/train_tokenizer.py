@@ -56,10 +56,11 @@ LONE_PREFIX_SHARE = 0.25
 
 def main(argv):
     del argv
-    from albert_tf import file_io, model_files
+    from albert_tf import file_io, model_files, tf_startup
     from albert_tf.file_systems import TensorFlowFiles
     from albert_tf.text import corpus, marks, spm_training
 
+    tf_startup.import_tensorflow_quietly_for([FLAGS.input, FLAGS.model_prefix])
     try:
         paths = corpus.expand_patterns(FLAGS.input, flag="input", files=TensorFlowFiles)
         lines = corpus.LineReader(paths, errors=FLAGS.errors, files=TensorFlowFiles).files()

@@ -42,17 +42,40 @@ def test_a_command_prints_no_start_up_notices():
     assert not CPP_LOG_LINE.search(result.stderr), result.stderr
 
 
-def test_a_fine_tuning_command_reading_a_remote_path_prints_no_start_up_notices(tmp_path):
-    """Reading a remote path starts TensorFlow before the data is read; it starts quietly all the same."""
+# Commands given a remote path (ram://: TensorFlow's in-memory file system, empty in a new process), which
+# they read through TensorFlow: their flags, and the refusal each prints.
+REMOTE = {
+    "run_classifier": (
+        ["--task_name=sst-2", "--data_dir={tmp}", "--model_dir=ram://no_model", "--output_dir={tmp}/out"],
+        "run_classifier: error: ram://no_model has no spm.model",
+    ),
+    "train_tokenizer": (
+        ["--input=ram://none/*.txt", "--model_prefix={tmp}/spm"],
+        "train_tokenizer: error: --input: 'ram://none/*.txt' matches no file",
+    ),
+    "create_pretraining_data": (
+        [
+            f"--input_file={ROOT}/data/sample/sample_corpus.txt",
+            "--spm_model_file=ram://none/spm.model",
+            "--output_file={tmp}/records",
+        ],
+        "create_pretraining_data: error: --spm_model_file=ram://none/spm.model: --runner=local reads",
+    ),  # fmt: skip
+    "summarize_sweep": (["--output_dir=ram://none"], "summarize_sweep: error: ram://none holds no sweep"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(REMOTE))
+def test_a_command_reading_a_remote_path_prints_no_start_up_notices(command, tmp_path):
+    """Reading a remote path starts TensorFlow before the command's own work; it starts quietly all the
+    same."""
+    flags, refusal = REMOTE[command]
     environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.run_classifier", "--task_name=sst-2", f"--data_dir={tmp_path}",
-         "--model_dir=ram://no_model", f"--output_dir={tmp_path / 'out'}"],
+        [sys.executable, "-m", f"albert_tf.{command}", *(flag.format(tmp=tmp_path) for flag in flags)],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert (
-        result.returncode == 1 and "run_classifier: error: ram://no_model has no spm.model" in result.stderr
-    )
+    assert result.returncode == 1 and refusal in result.stderr, result.stderr[-3000:]
     assert not [notice for notice in NOTICES if notice in result.stderr], result.stderr
     assert not CPP_LOG_LINE.search(result.stderr), result.stderr
 

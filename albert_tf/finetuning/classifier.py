@@ -2,9 +2,10 @@
 
 `run(settings)` does what `python -m albert_tf.run_classifier` does (what every task shares:
 albert_tf/finetuning/task.py): AlbertClassifier from a model directory, trained with cross-entropy (mean
-squared error for regression), evaluated on the dev set with the task's GLUE metrics; in `output_dir` a
-model directory whose `task_model.keras` is the best evaluation's model (ready for `export_saved_model
---task=classifier`), `eval_results.json` and, with do_predict, `test_results.tsv`.
+squared error for regression), evaluated on the dev set with the task's GLUE metrics (MNLI: on both dev
+sets, matched and mismatched); in `output_dir` a model directory whose `task_model.keras` is the best
+evaluation's model (ready for `export_saved_model --task=classifier`), `eval_results.json` and, with
+do_predict, `test_results.tsv` (MNLI: and `test_mismatched_results.tsv`).
 """
 
 import math
@@ -24,39 +25,56 @@ TASK_METRICS = {
     "sts-b": ("pearson", "spearman"),
 }
 DEFAULT_METRICS = ("accuracy",)
+FUNCTIONS = {
+    "accuracy": metrics.accuracy,
+    "f1": metrics.f1,
+    "matthews_corrcoef": metrics.matthews_correlation,
+    "pearson": metrics.pearson,
+    "spearman": metrics.spearman,
+}
 
 
-def evaluate(labels, predictions, names):
-    """The named metrics of predictions (class indices, or scores for regression)."""
-    functions = {
-        "accuracy": metrics.accuracy,
-        "f1": metrics.f1,
-        "matthews_corrcoef": metrics.matthews_correlation,
-        "pearson": metrics.pearson,
-        "spearman": metrics.spearman,
-    }
-    return {name: functions[name](labels, predictions) for name in names}
+def _reported(task_name, regression):
+    """[(dev split, the metric's reported name, its function's name)], in the order reported. MNLI is
+    reported on its matched dev set, then its mismatched one, whose metrics' names end in "_mismatched"."""
+    names = ("pearson", "spearman") if regression else TASK_METRICS.get(task_name.lower(), DEFAULT_METRICS)
+    return [
+        (split, name + split.removeprefix("dev"), name)
+        for split in glue.reported_splits(task_name, "dev")
+        for name in names
+    ]
 
 
 def metric_names(task_name, regression):
     """The metrics a task reports; the first picks the best evaluation (and a sweep's setting)."""
-    return ("pearson", "spearman") if regression else TASK_METRICS.get(task_name.lower(), DEFAULT_METRICS)
+    return tuple(reported for _, reported, _ in _reported(task_name, regression))
+
+
+def scores(task_name, regression, answers):
+    """{metric: value}, in metric_names' order, from answers: {dev split: (labels, predictions)} (class
+    indices, or scores for regression)."""
+    reported = _reported(task_name, regression)
+    return {metric: FUNCTIONS[name](*answers[split]) for split, metric, name in reported}
 
 
 def constant_baseline(settings, data):
-    """{metric: value} on the dev split of a model that gives one answer whatever the text: per metric, the
-    best score any one label (each label of the task; a regression's mean training score) gets when
+    """{metric: value} on the dev split(s) of a model that gives one answer whatever the text: per metric,
+    the best score any one label (each label of the task; a regression's mean training score) gets when
     predicted for every example. A sweep (albert_tf/finetuning/sweep.py) calls a run that ends at or below
     it failed: a collapsed model settles on some label, not always the most frequent."""
-    dev = [example.label for example in data.splits["dev"]]
     regression = data.labels is None
     if regression:
         constants = [float(np.mean([example.label for example in data.splits["train"]]))]
     else:
         constants = range(len(data.labels))
-    names = metric_names(settings.task_name, regression)
-    scores = [evaluate(dev, [constant] * len(dev), names) for constant in constants]
-    return {name: max(score[name] for score in scores) for name in names}
+    splits = glue.reported_splits(settings.task_name, "dev")
+    labels = {split: [example.label for example in data.splits[split]] for split in splits}
+    every = [
+        scores(settings.task_name, regression, {split: (labels[split], [constant] * len(labels[split]))
+                                                for split in splits})
+        for constant in constants
+    ]  # fmt: skip
+    return {name: max(score[name] for score in every) for name in every[0]}
 
 
 class ClassifierTask(task.FineTuningTask):
@@ -122,15 +140,20 @@ class ClassifierTask(task.FineTuningTask):
         return outputs[:, 0] if self.regression else np.argmax(outputs, axis=-1)
 
     def _evaluate(self):
-        labels = [example.label for example in self.splits["dev"]]
-        return evaluate(labels, self._predictions("dev"), self.metric_names)
+        answers = {
+            split: ([example.label for example in self.splits[split]], self._predictions(split))
+            for split in glue.reported_splits(self.task_name, "dev")
+        }
+        return scores(self.task_name, self.regression, answers)
 
     def predict(self):
-        """test_results.tsv: index and the predicted label (or score)."""
-        predictions = self._predictions("test")
-        names = predictions if self.regression else [self.labels[i] for i in predictions]
-        rows = ["index\tprediction"] + [f"{i}\t{value}" for i, value in enumerate(names)]
-        self.write("test_results.tsv", "\n".join(rows) + "\n")
+        """test_results.tsv (MNLI: and test_mismatched_results.tsv): index and the predicted label (or
+        score)."""
+        for split in glue.reported_splits(self.task_name, "test"):
+            predictions = self._predictions(split)
+            names = predictions if self.regression else [self.labels[i] for i in predictions]
+            rows = ["index\tprediction"] + [f"{i}\t{value}" for i, value in enumerate(names)]
+            self.write(f"{split}_results.tsv", "\n".join(rows) + "\n")
 
 
 def _features_only(features, label):

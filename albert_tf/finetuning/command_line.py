@@ -133,8 +133,7 @@ def main(settings_class, command, convert=None):
     refusals = (ValueError, FileNotFoundError, file_io.DiskFullError)
     try:
         try:
-            if any(isinstance(value, str) and file_io.is_remote(value) for value in values.values()):
-                tf_startup.import_tensorflow_quietly()  # first: reading a remote path imports TensorFlow
+            tf_startup.import_tensorflow_quietly_for(values.values())
             values["model_dir"] = model_files.resolve(values["model_dir"])
             values.update(_from_the_model(command, values))
             settings = settings_class(**values)

@@ -100,6 +100,13 @@ def read_task_text(path, errors="strict"):
         ) from None
 
 
+def reported_splits(task_name, split):
+    """The splits of a task that stand for one of "train", "dev", "test": GLUE reports MNLI on two dev sets
+    and two test sets, of the genres seen in training (matched) and of others (mismatched)."""
+    task, mismatched = TASKS.get(task_name.lower()), f"{split}_mismatched"
+    return (split, mismatched) if task and mismatched in task.files else (split,)
+
+
 def read_glue(data_dir, task_name, split, errors="strict"):
     """Examples of one split ("train", "dev", "test"; MNLI also "dev_mismatched", "test_mismatched");
     `errors`: as read_task_text."""

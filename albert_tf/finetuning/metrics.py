@@ -69,37 +69,46 @@ def normalize_answer(text):
     return " ".join(text.split())
 
 
-def squad_exact_match(prediction, gold_answers):
-    """1.0 if the normalized prediction equals a normalized gold answer; unanswerable: [] or [""] as gold."""
-    golds = [normalize_answer(answer) for answer in gold_answers] or [""]
-    return float(normalize_answer(prediction) in golds)
+def squad_exact_match(prediction, gold_answers, version_2):
+    """1.0 if the normalized prediction equals a normalized gold answer (`_golds`)."""
+    return float(
+        normalize_answer(prediction) in [normalize_answer(gold) for gold in _golds(gold_answers, version_2)]
+    )
 
 
-def squad_f1(prediction, gold_answers):
-    """Token-overlap F1, the maximum over the gold answers."""
-    golds = gold_answers or [""]
-    return max(_token_f1(prediction, gold) for gold in golds)
+def squad_f1(prediction, gold_answers, version_2):
+    """Token-overlap F1, the maximum over the gold answers (`_golds`)."""
+    return max(_token_f1(prediction, gold, version_2) for gold in _golds(gold_answers, version_2))
 
 
-def _token_f1(prediction, gold):
+def _golds(gold_answers, version_2):
+    """The gold answers a prediction is scored against. evaluate-v2.0.py drops those that normalize to
+    nothing ("The", "!"); a question with none (unanswerable: []) is scored against ""."""
+    if version_2:
+        gold_answers = [gold for gold in gold_answers if normalize_answer(gold)]
+    return list(gold_answers) or [""]
+
+
+def _token_f1(prediction, gold, version_2):
     predicted, expected = normalize_answer(prediction).split(), normalize_answer(gold).split()
-    if not predicted or not expected:
-        return float(predicted == expected)  # v2.0: both empty scores 1, one empty 0
+    if version_2 and (not predicted or not expected):
+        return float(predicted == expected)  # evaluate-v2.0.py: both empty score 1, one empty 0
     common = collections.Counter(predicted) & collections.Counter(expected)
     overlap = sum(common.values())
     if overlap == 0:
-        return 0.0
+        return 0.0  # evaluate-v1.1.py: no token in common scores 0, both empty too
     precision, recall = overlap / len(predicted), overlap / len(expected)
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_scores(predictions, gold):
-    """{"exact_match", "f1"} in percent over question ids, as the official scripts report them.
+def squad_scores(predictions, gold, version_2):
+    """{"exact_match", "f1"} in percent over question ids, as the official scripts of SQuAD v1.1
+    (evaluate-v1.1.py) and v2.0 (evaluate-v2.0.py, `version_2`) report them.
 
     Args:
       predictions: question id → predicted answer text ("" for no answer).
       gold: question id → list of gold answer texts ([] for an unanswerable v2.0 question).
     """
-    exact = [squad_exact_match(predictions.get(qid, ""), answers) for qid, answers in gold.items()]
-    overlap = [squad_f1(predictions.get(qid, ""), answers) for qid, answers in gold.items()]
+    exact = [squad_exact_match(predictions.get(qid, ""), answers, version_2) for qid, answers in gold.items()]
+    overlap = [squad_f1(predictions.get(qid, ""), answers, version_2) for qid, answers in gold.items()]
     return {"exact_match": 100.0 * float(np.mean(exact)), "f1": 100.0 * float(np.mean(overlap))}

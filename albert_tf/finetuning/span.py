@@ -107,7 +107,8 @@ class SquadTask(task.FineTuningTask):
     def _evaluate(self):
         examples, _ = self.splits["dev"]
         answers, _ = self._answers("dev")
-        return metrics.squad_scores(answers, {example.qas_id: list(example.answers) for example in examples})
+        gold = {example.qas_id: list(example.answers) for example in examples}
+        return metrics.squad_scores(answers, gold, self.settings.version_2_with_negative)
 
     def predict(self):
         answers, no_answer = self._answers("test")
@@ -120,9 +121,8 @@ class SquadTask(task.FineTuningTask):
 def constant_baseline(settings, data):
     """{metric: value} on the dev split of a model that never answers (every prediction ""): what a sweep
     (albert_tf/finetuning/sweep.py) calls a failed run's score; 0 on v1.1, the unanswerable share on v2.0."""
-    del settings
     gold = {example.qas_id: list(example.answers) for example in data.splits["dev"]}
-    scores = metrics.squad_scores({}, gold)
+    scores = metrics.squad_scores({}, gold, settings.version_2_with_negative)
     return {name: scores[name] for name in SquadTask.metric_names}
 
 

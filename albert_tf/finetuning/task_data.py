@@ -22,8 +22,9 @@ class TaskData:
 
     spm: the model directory's SentencePiece model; do_lower_case: whether its text is lowercased;
     splits: {"train" / "dev" / "test": examples}, the splits the settings ask for (SQuAD's "dev" and "test"
-    are one list: the predict file's questions); labels: the label names in index order (None for
-    regression and SQuAD); keep_accents: whether its text keeps combining marks.
+    are one list: the predict file's questions; MNLI's "dev_mismatched" and "test_mismatched" come with its
+    "dev" and "test"); labels: the label names in index order (None for regression and SQuAD); keep_accents:
+    whether its text keeps combining marks.
     """
 
     spm: str
@@ -125,7 +126,8 @@ def classifier_splits(settings):
                     f"--{name} is for --task_name=text; the GLUE task {task_name} reads --data_dir and has "
                     "its own labels"
                 )
-        splits = {split: glue.read_glue(s.data_dir, task_name, split, s.errors) for split in _wanted(s)}
+        wanted = [name for split in _wanted(s) for name in glue.reported_splits(task_name, split)]
+        splits = {split: glue.read_glue(s.data_dir, task_name, split, s.errors) for split in wanted}
         return splits, glue.TASKS[task_name].labels
     if task_name != "text":
         raise ValueError(

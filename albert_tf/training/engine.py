@@ -52,6 +52,7 @@ from albert_tf.training.run_state import RunState
 CHECKPOINTS = "checkpoints"
 MAX_ROLLBACKS = 3  # more collapses than this: the recipe, not bad luck; the run stops
 EVAL_HISTORY_FILE = "eval_history.jsonl"
+BEST_VALUE = "best_value/.ATTRIBUTES/VARIABLE_VALUE"  # its key in checkpoints/best
 
 
 class TrainingError(RuntimeError):
@@ -215,8 +216,12 @@ class Engine:
         self.manager = tf.train.CheckpointManager(
             tf.train.Checkpoint(**self._checkpointed()), folder, max_to_keep=s.keep_checkpoint_max
         )
+        # The best evaluation's weights and its value: what a run stopped before its next checkpoint names
+        # the best resumes with (_adopt_a_newer_best).
         self.best = tf.train.CheckpointManager(
-            tf.train.Checkpoint(model=self.model), file_io.join(folder, "best"), max_to_keep=1
+            tf.train.Checkpoint(model=self.model, best_value=self.best_value),
+            file_io.join(folder, "best"),
+            max_to_keep=1,
         )
         self.history_path = file_io.join(s.output_dir, EVAL_HISTORY_FILE)
         self._loop = self._make_loop()
@@ -277,13 +282,52 @@ class Engine:
                 f"--train_batch_size={saved}, or start a new --output_dir from its weights "
                 "(--init_checkpoint)"
             )
-        if older and int(self.best_step.numpy()) >= 0 and self.chief:  # its best results: in the history
-            best = [entry for entry in self.history() if entry["global_step"] == int(self.best_step.numpy())]
-            self.state.best_results = next((e for e in reversed(best) if "collapse" not in e), None)
+        if older and int(self.best_step.numpy()) >= 0:  # its best results: in the history
+            self.state.best_results = self._best_results_in_history()
+        if not partial:
+            self._adopt_a_newer_best()
         newest = {max(steps) for steps in every_task.values() if steps}
         fallback = f" (the newest step every task holds; {_held(every_task)})" if len(newest) > 1 else ""
         self.log.line(f"resumed from {path} at step {self.step}{fallback}")
         return path
+
+    def _best_results_in_history(self):
+        """The chief's: the newest evaluation in the history of best_step that is not a collapse (None on
+        other tasks, which write no results)."""
+        if not self.chief:
+            return None
+        best = [entry for entry in self.history() if entry["global_step"] == int(self.best_step.numpy())]
+        return next((entry for entry in reversed(best) if "collapse" not in entry), None)
+
+    def _adopt_a_newer_best(self):
+        """After a resume: a best evaluation saved after the checkpoint restored becomes the run's best.
+
+        A run stopped between saving a new best (checkpoints/best keeps one: the older best's weights are
+        gone) and its next checkpoint resumes with the older best's step and value. Training again, it may
+        not beat the older value (evaluations on a GPU are not bit-exact), and would end with the newer
+        weights under the older results. The newer best's step and value (saved beside its weights) and
+        results (in the history) are the run's best again. Every task takes the chief's: they decide each
+        new best alike.
+        """
+        path, row = self.best.latest_checkpoint, [int(self.chief), -1, 0]  # chief, step, the value's bits
+        # (Best checkpoints written before they held the value cannot be taken.)
+        if (
+            path
+            and _step_of(path) > int(self.best_step.numpy())
+            and BEST_VALUE in dict(tf.train.list_variables(path))
+        ):
+            value = np.float64(tf.train.load_checkpoint(path).get_tensor(BEST_VALUE))
+            row = [int(self.chief), _step_of(path), int(value.view(np.int64))]
+        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            rows = distribution.gather_rows(self.strategy, row).reshape(-1, 3)
+            row = next(list(row) for row in rows if row[0])
+        _, step, bits = row
+        if step < 0:
+            return
+        self.best_step.assign(step)
+        self.best_value.assign(np.int64(bits).view(np.float64))
+        self.state.best_results = self._best_results_in_history()
+        self.log.line(f"the best evaluation is step {step}'s, saved after the checkpoint resumed from")
 
     def _restore_from(self, path, partial=False):
         """Restores the checkpoint at path; returns whether it was written before runs saved their state
@@ -534,8 +578,18 @@ class Engine:
     def _end(self, results):
         """After the last step: the best evaluation's weights back in the model (a task's best_metric), the
         scratch folder of a task that is not the chief removed; returns the evaluation the run ends with."""
-        if self.task.best_metric and self.task.ends_with_best and int(self.best_step.numpy()) >= 0:
-            self.best.checkpoint.restore(self.best.latest_checkpoint).assert_existing_objects_matched()
+        best_step = int(self.best_step.numpy())
+        if self.task.best_metric and self.task.ends_with_best and best_step >= 0:
+            path = self.best.latest_checkpoint
+            if self.chief and (path is None or _step_of(path) != best_step):
+                raise TrainingError(
+                    f"the best evaluation is step {best_step}'s, but {self.best.directory} holds "
+                    f"{path or 'no checkpoint'}: its results would be reported for other weights. Run with "
+                    "--noend_with_best to end with the last step's weights"
+                )
+            # The weights alone: the value is the run's already (and older best checkpoints lack it).
+            status = tf.train.Checkpoint(model=self.model).restore(path)
+            status.assert_existing_objects_matched().expect_partial()
             results = self.state.best_results or results
         if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             # The last save is collective, but each task writes its files alone: a task removing the folders

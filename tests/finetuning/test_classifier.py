@@ -88,6 +88,64 @@ def test_fine_tunes_keeps_the_best_and_predicts(setup, tmp_path):
     assert (tmp_path / "out" / "eval_history.jsonl").read_text() == history
 
 
+MNLI_HEADER = "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2"
+MNLI_WORDS = {"contradiction": "dreadful", "entailment": "splendid", "neutral": "ordinary"}
+
+
+def mnli_rows(sentences, labels):
+    """MNLI rows (train and dev layout) of consecutive sentences, each label told by sentence1's first
+    word."""
+    return [
+        f"{i}\t{i}\t{i}n\tfiction\tx\tx\tx\tx\t{MNLI_WORDS[label]} {sentences[i]}\t{sentences[i + 1]}\t"
+        f"{label}\t{label}"
+        for i, label in enumerate(labels)
+    ]
+
+
+@pytest.mark.slow
+def test_mnli_is_evaluated_and_predicted_on_its_matched_and_mismatched_sets(setup, tmp_path):
+    """GLUE reports MNLI on two dev sets: `accuracy` (matched, which picks the best model) and
+    `accuracy_mismatched`; --do_predict writes both test sets' predictions. The test files hold the dev
+    files' pairs, so each reported accuracy is checked against the predictions written for them."""
+    with open(os.path.join(ROOT, "data", "sample", "sample_corpus.txt"), encoding="utf-8") as file:
+        sentences = [line.strip().replace("\t", " ") for line in file if len(line.split()) > 3][:200]
+    names = sorted(MNLI_WORDS)
+    # Label shares that differ between the dev sets (1/3 each against 12, 6 and 3 of 21), so that one set's
+    # figures reported as the other's differ even from a model that answers one label whatever the text.
+    dev = {
+        "matched": mnli_rows(sentences[100:131], [names[i % 3] for i in range(30)]),
+        "mismatched": mnli_rows(sentences[140:162], [names[0]] * 12 + [names[1]] * 6 + [names[2]] * 3),
+    }
+    folder = tmp_path / "MNLI"
+    folder.mkdir()
+    files = {"train.tsv": [MNLI_HEADER + "\tlabel1\tgold_label"]
+             + mnli_rows(sentences[:97], [names[i % 3] for i in range(96)])}  # fmt: skip
+    for kind, rows in dev.items():
+        files[f"dev_{kind}.tsv"] = [MNLI_HEADER + "\tlabel1\tgold_label", *rows]
+        files[f"test_{kind}.tsv"] = [MNLI_HEADER] + [row.rsplit("\t", 2)[0] for row in rows]
+    for name, rows in files.items():
+        (folder / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    output = tmp_path / "out"
+    result = commands.run(
+        "albert_tf.run_classifier",
+        ["--task_name=mnli", f"--data_dir={folder}", f"--model_dir={setup / 'model'}",
+         f"--output_dir={output}", "--max_seq_length=16", "--train_batch_size=16", "--learning_rate=0.0005",
+         "--train_step=30", "--warmup_step=3", "--save_checkpoints_steps=15", "--do_predict"],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((output / "eval_results.json").read_text())
+    assert set(results) == {"accuracy", "accuracy_mismatched", "global_step"}, results
+    written = {"matched": "test_results.tsv", "mismatched": "test_mismatched_results.tsv"}
+    for kind, metric in (("matched", "accuracy"), ("mismatched", "accuracy_mismatched")):
+        predicted = [line.split("\t")[1] for line in (output / written[kind]).read_text().splitlines()[1:]]
+        labels = [row.rsplit("\t", 1)[1] for row in dev[kind]]
+        assert len(predicted) == len(labels), (kind, len(predicted))
+        right = np.mean([p == g for p, g in zip(predicted, labels, strict=True)])
+        assert results[metric] == pytest.approx(right), (kind, results)
+    line = f"eval at step {results['global_step']}: accuracy {results['accuracy']:.4f}, accuracy_mismatched"
+    assert line in result.stderr, result.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_a_collapse_in_fine_tuning_is_rolled_back_and_the_results_are_those_of_the_kept_model(
     setup, tmp_path, capsys

@@ -22,8 +22,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf import model_files
 from albert_tf.finetuning import classifier, multiple_choice, span
 from albert_tf.finetuning.settings import ClassifierSettings, SquadSettings
+from albert_tf.finetuning.task import run as run_task
 from albert_tf.models import AlbertEncoder, AlbertPretrainer, model_dir
 from tests import commands
 from tests.finetuning.test_span import squad_json
@@ -387,6 +389,44 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_results_under_its
             np.testing.assert_array_equal(first[name], second[name], err_msg=name)
     for name in ("eval_results.json", *outputs):
         assert (tmp_path / "whole" / name).read_text() == (killed / name).read_text(), name
+
+
+class ScriptedEvaluations(classifier.ClassifierTask):
+    """STS-B whose evaluations give `pearson` from `values` by step: what a run on a GPU may give when it
+    trains and evaluates a step again (its evaluations are not bit-exact)."""
+
+    values = {}
+
+    def _evaluate(self):
+        return {"pearson": self.values[int(self.optimizer.iterations.numpy())], "spearman": 0.0}
+
+
+@pytest.mark.slow
+def test_a_run_stopped_between_a_new_best_and_its_checkpoint_ends_with_that_best_and_its_results(
+    data, tmp_path, capsys
+):
+    settings = classifier_settings(data, tmp_path)
+    ScriptedEvaluations.values = {3: 0.5, 6: 0.7}
+    run_task(settings, ScriptedEvaluations)
+    # Stopped after saving step 6's best weights (the only ones checkpoints/best keeps), before the
+    # checkpoint of step 6 and the run's outputs: it resumes from step 3's, whose best is step 3's.
+    folder = tmp_path / "checkpoints"
+    for path in folder.glob("ckpt-6.*"):
+        path.unlink()
+    state = 'model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-3"\n'
+    (folder / "checkpoint").write_text(state)  # TensorFlow's index of the checkpoints, as of step 3
+    for name in ("eval_results.json", model_files.TASK_MODEL_FILE):
+        (tmp_path / name).unlink()
+    assert tf.train.latest_checkpoint(str(folder / "best")).endswith("ckpt-6")
+    ScriptedEvaluations.values = {6: 0.4}  # step 6 trained and evaluated again scores below step 3's 0.5
+    capsys.readouterr()
+    results = run_task(settings, ScriptedEvaluations)
+    said = capsys.readouterr().err
+    assert "the best evaluation is step 6's, saved after the checkpoint resumed from" in said, said[-2000:]
+    # It ends with the weights of checkpoints/best and their results, not step 3's results.
+    expected = {"pearson": 0.7, "spearman": 0.0, "global_step": 6}
+    assert results == expected and json.loads((tmp_path / "eval_results.json").read_text()) == expected
+    assert model_files.global_step(str(tmp_path)) == 6
 
 
 def test_remat_reaches_the_fine_tuned_model(data, tmp_path):

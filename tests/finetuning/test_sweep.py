@@ -235,7 +235,14 @@ def test_the_constant_prediction_is_the_most_frequent_training_label_or_no_answe
     questions = [SquadExample(str(i), "q", "c", answers, None, not answers)
                  for i, answers in enumerate([("x",), ("y", "z"), (), ("w",)])]  # fmt: skip
     data = TaskData("spm", True, {"train": questions, "dev": questions})
-    assert span.constant_baseline(settings(SquadSettings), data) == {"f1": 25.0, "exact_match": 25.0}
+    v2 = settings(SquadSettings, version_2_with_negative=True)
+    assert span.constant_baseline(v2, data) == {"f1": 25.0, "exact_match": 25.0}
+    # MNLI: each dev set's best label, matched and mismatched apart.
+    data = TaskData("spm", True, {"train": examples([0, 1, 2]), "dev": examples([1, 0, 1, 2]),
+                                  "dev_mismatched": examples([2, 2, 0])}, labels=("a", "b", "c"))  # fmt: skip
+    assert classifier.constant_baseline(settings(ClassifierSettings, task_name="mnli"), data) == {
+        "accuracy": 0.5, "accuracy_mismatched": pytest.approx(2 / 3)
+    }  # fmt: skip
 
 
 def fake_sweep(folder, scores, shared=None):
