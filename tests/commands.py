@@ -1,6 +1,6 @@
 """The toolkit's commands as the tests run them: `python -m albert_tf.<command> flags`, in a child process.
 
-A fresh Python spends about 3 CPU-seconds importing TensorFlow before a command does anything. Tests that
+A fresh Python spends 3 to 5 CPU-seconds importing TensorFlow before a command does anything. Tests that
 check what a command does (trains, resumes, exports, refuses input) run it in a process forked from a
 server that has already imported TensorFlow as a command does (tf_startup.import_tensorflow_quietly) and
 Keras: multiprocessing's fork server, one per test process, preloaded with tests/preloaded.py. The child
@@ -8,8 +8,9 @@ takes the working directory, environment and output files it is given and runs t
 does (runpy, as __main__, with the working directory first on sys.path).
 
 How a command starts is tested in fresh interpreters: tests/test_tf_startup.py (start-up notices), the
-`*_before_tensorflow_starts` tests (-X importtime), the README's and docs' blocks, the installed wheel, the
-serving loaders and the memory measurements.
+`*_before_tensorflow_starts` tests (-X importtime), the installed wheel, the notebook's kernel, the serving
+loaders and the memory measurements. The documents' blocks run their `python` through a server of the same
+kind (tests/command_server.py).
 """
 
 import multiprocessing

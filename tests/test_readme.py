@@ -6,19 +6,21 @@ what setup.py installs.
 A block is skipped only when the line before it says why: `<!-- not run: REASON -->` (it needs a GPU, network,
 a download, or it installs packages). Where a command would take long, or asks more of the bundled sample
 than it holds, the test appends flags to it, and the document says so in its text (checked here). So the
-guide cannot drift from the code.
+guide cannot drift from the code. Their `python` is this interpreter's, each command forked from a server that
+has imported TensorFlow (tests/command_server.py): how a command starts in a fresh interpreter is tested
+elsewhere, and some thirty commands are spared its import.
 """
 
 import dataclasses
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 
 import pytest
 
+from tests import command_server
 from tests.helpers import REPO, setup_arguments
 
 # In the order CI runs their blocks, in one folder: the README's walk first, then what builds on it.
@@ -148,18 +150,19 @@ def shell_blocks(document):
 
 @pytest.fixture(scope="module")
 def fresh_copy(tmp_path_factory):
-    """(a copy of the repository without outputs, an environment whose `python` is this interpreter)."""
+    """(a copy of the repository without outputs, an environment whose `python` is this interpreter's, as
+    when it is activated: run by tests/command_server.py, whose children have imported TensorFlow)."""
     root = tmp_path_factory.mktemp("readme")
     work = root / "albert_tf"
     shutil.copytree(REPO, work, ignore=_not_copied)
     tools = root / "bin"
     tools.mkdir()
-    python = tools / "python"  # the documents say `python`: this environment's, as when it is activated
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    server = command_server.start(tools)  # writes tools/python
     environment = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
     environment.pop("PYTHONPATH", None)
-    return work, environment
+    yield work, environment
+    server.terminate()
+    server.wait()
 
 
 def test_every_block_not_run_says_why_and_the_walk_is_run():
@@ -256,7 +259,7 @@ def test_every_python_block_runs_and_shows_a_value():
 def test_python_blocks_print_what_the_documents_show(fresh_copy, block):
     work, environment = fresh_copy
     result = subprocess.run(
-        [sys.executable, "-c", CHECK_PYTHON], input=block.text, cwd=work, env=environment,
+        ["python", "-c", CHECK_PYTHON], input=block.text, cwd=work, env=environment,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, f"{block}:\n{result.stderr[-3000:]}"
@@ -282,3 +285,49 @@ def test_build_md_lists_what_each_install_command_installs():
     tpu = next(block.text for block in shell_blocks("BUILD.md") if "tensorflow-tpu" in block.text)
     named = {re.split(r"[<>=!~\[ ]", word.strip('"'))[0] for word in tpu.split() if not word.startswith("-")}
     assert _requirement_names(install_requires) - {"tensorflow"} <= named and "tensorflow-tpu" in named
+
+
+# What a command sees and how it ends, printed by each form of `python` invocation (a module of its working
+# directory; code; a script on standard input; a script file).
+PROBE = """import os, sys
+print(sys.argv, repr(sys.path[0]), __name__, os.environ.get("PROBE"))
+import probe_module
+print(os.path.relpath(probe_module.__file__))
+sys.exit(int(sys.argv[1]) if sys.argv[1:2] != ["-"] else 0)
+"""
+
+
+def test_the_documents_python_runs_each_form_as_the_interpreter_does(tmp_path):
+    """Arguments, sys.path's first entry, __main__, the environment, standard input and the exit status are
+    what a fresh interpreter gives, and the package imports from the working directory."""
+    (tmp_path / "probe_module.py").write_text("")
+    (tmp_path / "probe.py").write_text(PROBE)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    server = command_server.start(tools)
+    try:
+        for args, stdin in [
+            (["-m", "probe", "3", "x"], ""),
+            (["-c", PROBE, "4"], ""),
+            (["-", "-"], PROBE),
+            (["probe.py", "0", "y"], ""),
+        ]:
+            runs = [
+                subprocess.run([python, *args], input=stdin, cwd=tmp_path, capture_output=True, text=True,
+                               env={**os.environ, "PROBE": "given"}, timeout=120)
+                for python in (sys.executable, str(tools / "python"))
+            ]  # fmt: skip
+            fresh, served = runs
+            assert (served.returncode, served.stdout) == (fresh.returncode, fresh.stdout), (
+                args,
+                served.stderr,
+            )
+        failed = subprocess.run([tools / "python", "-c", "raise ValueError('no')"], capture_output=True,
+                                text=True, timeout=120)  # fmt: skip
+        assert failed.returncode == 1 and failed.stderr.splitlines()[-1] == "ValueError: no", failed.stderr
+        assert (
+            'File "<string>", line 1, in <module>' in failed.stderr and "command_server" not in failed.stderr
+        )
+    finally:
+        server.terminate()
+        server.wait()
