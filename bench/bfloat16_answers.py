@@ -186,7 +186,8 @@ def span(work):
     return [
         f"span (phrase questions on {len(questions)} held-out dev sentences, {len(features)} windows):",
         f"  same answer text: {same:.2%} ({round(same * len(questions))} of {len(questions)}; target 99%)",
-        f"  exact match: float32 {exact['float32']:.4f}, bfloat16 {exact['bfloat16']:.4f}",
+        f"  the gold text, character for character (not SQuAD's normalized exact match): float32 "
+        f"{exact['float32']:.4f}, bfloat16 {exact['bfloat16']:.4f}",
         delta("answer_score", single["answer_score"], half["answer_score"]),
         delta(
             "start_logits (real tokens)",

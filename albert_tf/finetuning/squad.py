@@ -31,9 +31,11 @@ from albert_tf.text import span_settings
 class SquadExample:
     """One question on one context.
 
-    answers: the gold answer texts (dev sets list several; () for an unanswerable v2.0 question, or when
-      the file gives none: questions to predict).
-    answer_start: character offset in context of the answer trained on (the first one), or None.
+    answers: the gold answer texts, every one the file gives, those found in the context first (dev sets
+      list several; () for an unanswerable v2.0 question, or when the file gives none: questions to
+      predict).
+    answer_start: character offset in context of the answer trained on (the first one), or None when no
+      answer's text is in the context.
     """
 
     qas_id: str
@@ -48,8 +50,9 @@ def read_squad(path, errors="strict"):
     """Examples of a SQuAD v1.1 or v2.0 JSON file, in file order.
 
     An answer whose text is not in the context (neither at its answer_start nor anywhere else) cannot be
-    trained on or scored: such answers are counted and reported in one warning, and a question left with no
-    answer is skipped. A question listed with no answers at all is kept (a file to predict).
+    trained on: such answers are counted and reported in one warning. They stay gold answers, scored as the
+    official scripts score every answer; a question with none in its context is not trained on
+    (`trainable`). A question listed with no answers at all is kept (a file to predict).
     `errors`: as glue.read_task_text.
     """
     try:
@@ -66,24 +69,32 @@ def read_squad(path, errors="strict"):
                 qas_id = str(_field(qa, "id", path, "a question"))
                 question = _field(qa, "question", path, f"question {qas_id}")
                 impossible = bool(qa.get("is_impossible", False))
-                texts, start = [], None
+                found, elsewhere, start = [], [], None
                 for answer in () if impossible else _field(qa, "answers", path, f"question {qas_id}"):
                     text = _field(answer, "text", path, f"an answer of question {qas_id}")
                     offset = _locate(context, text, answer.get("answer_start", 0))
                     if offset is None:
                         unfound.append(qas_id)
+                        elsewhere.append(text)
                         continue
-                    texts.append(text)
+                    found.append(text)
                     start = offset if start is None else start
-                if impossible or texts or not qa["answers"]:  # no answers given: a question to predict
-                    examples.append(SquadExample(qas_id, question, context, tuple(texts), start, impossible))
+                answers = tuple(found + elsewhere)
+                examples.append(SquadExample(qas_id, question, context, answers, start, impossible))
     if unfound:
         logging.warning(
-            "%s: skipped %d answer(s) whose text is not in the context (questions left without an answer "
-            "are skipped too), e.g. in question(s) %s",
+            "%s: %d answer(s) whose text is not in the context, not trained on (scored all the same, as the "
+            "official scripts score them; a question with none in its context is not trained on), e.g. in "
+            "question(s) %s",
             path, len(unfound), ", ".join(sorted(set(unfound))[:5]),
         )  # fmt: skip
     return examples
+
+
+def trainable(examples):
+    """The questions a model can be trained on: unanswerable ones, and those with an answer in the
+    context."""
+    return [example for example in examples if example.is_impossible or example.answer_start is not None]
 
 
 def _field(record, key, path, what):

@@ -174,7 +174,9 @@ def squad_splits(settings):
     if s.do_train:
         if not s.train_file:
             raise ValueError("--train_file is required with --do_train")
-        splits["train"] = _squad_examples(s, s.train_file, labelled=True)
+        splits["train"] = squad.trainable(_squad_examples(s, s.train_file, labelled=True))
+        if not splits["train"]:
+            raise DataError(f"{s.train_file}: no question has its answer in the context, to train on")
     if s.do_eval or s.do_predict:
         if not s.predict_file:
             raise ValueError("--predict_file is required with --do_eval or --do_predict")

@@ -59,17 +59,31 @@ def test_reads_answers_unanswerable_and_unlabelled_questions(tmp_path):
     assert q1.context == CONTEXT and q2.question == "Who created Java?"
 
 
-def test_answers_not_in_the_context_are_counted_and_skipped(tmp_path, caplog):
+def test_answers_not_in_the_context_are_scored_but_not_trained_on(tmp_path, caplog):
+    """As the official scripts score them, every gold answer counts; training takes the answers it can find
+    in the context, and the questions that have one."""
     path = squad_file(tmp_path / "v1.json", [{"context": CONTEXT, "qas": [
         question("moved", "When?", [("1991", 3)]),  # wrong offset: the nearest occurrence is taken
-        question("half", "Who?", [("Guido", 22), ("Linus", 0)]),
+        question("half", "Who?", [("Linus", 0), ("Guido", 22)]),
         question("lost", "What?", [("Rust", 0)]),
     ]}])  # fmt: skip
     with caplog.at_level(logging.WARNING):
         examples = squad.read_squad(path)
-    assert [e.qas_id for e in examples] == ["moved", "half"]
-    assert examples[0].answer_start == CONTEXT.index("1991") and examples[1].answers == ("Guido",)
-    assert "skipped 2 answer(s)" in caplog.text and path in caplog.text and "lost" in caplog.text
+    assert [e.qas_id for e in examples] == ["moved", "half", "lost"]
+    assert examples[0].answer_start == CONTEXT.index("1991")
+    # The answer found comes first: the one trained on, at answer_start.
+    assert (examples[1].answers, examples[1].answer_start) == (("Guido", "Linus"), CONTEXT.index("Guido"))
+    assert (examples[2].answers, examples[2].answer_start) == (("Rust",), None)
+    assert [e.qas_id for e in squad.trainable(examples)] == ["moved", "half"]
+    assert "2 answer(s) whose text is not in the context" in caplog.text and path in caplog.text
+    assert "lost" in caplog.text
+    # Scored on all three questions against every gold answer: "Linus" and "Rust" are right.
+    gold = {e.qas_id: list(e.answers) for e in examples}
+    predictions = {"moved": "1991", "half": "Linus", "lost": "Rust"}
+    assert metrics.squad_scores(predictions, gold, version_2=False)["exact_match"] == 100.0
+    assert metrics.squad_scores({**predictions, "lost": ""}, gold, version_2=False)["exact_match"] == (
+        pytest.approx(200 / 3)
+    )
 
 
 def test_bad_files_are_named(tmp_path):

@@ -288,6 +288,15 @@ def test_squad_questions_that_cannot_be_trained_or_scored_are_named(tmp_path):
         squad_settings(tmp_path, predict_file=unlabelled, do_train=False, do_eval=False, do_predict=True)
     )
     assert set(splits) == {"test"} and [e.qas_id for e in splits["test"]] == ["q1", "q3"]
+    # A question whose answers are nowhere in its context is scored (dev) but not trained on.
+    lost = {"id": "q4", "question": "Who?", "answers": [{"text": "Linus", "answer_start": 0}]}
+    both = squad_file(tmp_path / "lost.json", [ANSWERED, lost])
+    splits, _ = task_data.squad_splits(squad_settings(tmp_path, train_file=both, predict_file=both))
+    assert [e.qas_id for e in splits["train"]] == ["q1"] and [e.qas_id for e in splits["dev"]] == ["q1", "q4"]
+    only_lost = squad_file(tmp_path / "only_lost.json", [lost])
+    with pytest.raises(DataError) as error:
+        task_data.squad_splits(squad_settings(tmp_path, train_file=only_lost))
+    assert str(error.value) == f"{only_lost}: no question has its answer in the context, to train on"
 
 
 def test_a_squad_run_reads_with_windows_not_examples_per_batch(tmp_path):
