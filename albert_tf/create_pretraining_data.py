@@ -69,7 +69,6 @@ flags.DEFINE_integer("sort_memory_mb", 256, "A worker sorts a larger shard in ru
 flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_enum("errors", "strict", ["strict", "replace"], "Invalid UTF-8: stop, or replace and count.")
 flags.mark_flags_as_required(["input_file", "output_file", "spm_model_file"])
-PATH_FLAGS = ("input_file", "output_file", "spm_model_file", "manifest_file")
 
 
 def as_trained(lower, keep_accents, path, trained):
@@ -97,7 +96,7 @@ def main(argv):
     from albert_tf.pretraining.data.instances import InstanceOptions
     from albert_tf.text import corpus, marks
 
-    tf_startup.import_tensorflow_quietly_for([FLAGS[name].value for name in PATH_FLAGS])
+    tf_startup.import_tensorflow_quietly_for([FLAGS.spm_model_file])  # read here (the rest by the runner)
 
     def progress(line):
         print(f"create_pretraining_data: {line}", file=sys.stderr, flush=True)
@@ -128,7 +127,7 @@ def main(argv):
             errors=FLAGS.errors,
         )
         files = BeamFiles() if FLAGS.runner == "beam" else LocalFiles
-        remote = [flag for flag in PATH_FLAGS
+        remote = [flag for flag in ("input_file", "output_file", "spm_model_file", "manifest_file")
                   if "://" in (FLAGS[flag].value or "")]  # fmt: skip
         if remote and FLAGS.runner == "local":
             raise ValueError(

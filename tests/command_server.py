@@ -7,7 +7,10 @@ hands its arguments, working directory, environment and its standard input, outp
 descriptors themselves) to the server, and exits with the command's status. The child runs `-m module`,
 `-c code`, `-` (a script on standard input) or `script.py`, with sys.argv and sys.path as `python` sets them;
 anything else (another option first) the client runs in the real interpreter. The server imports nothing of
-the repository, so the commands import the package from their working directory, as a fresh `python` does.
+the repository but this module (which each child forgets), so the commands import the package from their
+working directory, as a fresh `python` does. What the interpreter reads at start-up from the environment
+(PYTHONPATH, PYTHONHASHSEED, PYTHONWARNINGS) is the server's; TensorFlow is imported as the commands import
+it (TF_CPP_MIN_LOG_LEVEL=1 unless set).
 
 How a command starts in a fresh interpreter is tested elsewhere: tests/test_tf_startup.py, the quick start
 from the installed wheel, the notebook's kernel, the serving loaders.
@@ -22,6 +25,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import types
@@ -88,10 +92,9 @@ def _run(request):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    # Nothing of the repository stays imported: the command imports the package from its own directory.
-    for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) and str(module.__file__).startswith(REPO + os.sep):
-            del sys.modules[name]
+    # The server's own modules go: the command imports what it imports from its own directory.
+    for name in [name for name in sys.modules if name == "tests" or name.startswith("tests.")]:
+        del sys.modules[name]
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main
     try:
@@ -121,6 +124,7 @@ def _run(request):
 
 def serve(address):
     """Preloads TensorFlow and Keras, then forks a child per client until terminated."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # as tf_startup imports it for a command
     import tensorflow as tf
 
     tf.config.list_physical_devices()
@@ -135,23 +139,34 @@ def serve(address):
     os.rename(address + ".partial", address)  # the client connects once the server listens
     while True:
         connection, _ = listener.accept()
-        request, fds = _receive(connection)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if os.fork() == 0:
-            listener.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the command waits for its own children
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-                os.close(fd)
-            status = _run(request)
+        fds = []
+        try:  # a client that failed to send its request is its own failure, not the server's
+            request, fds = _receive(connection)
             sys.stdout.flush()
             sys.stderr.flush()
-            connection.sendall(_STATUS.pack(status))
-            os._exit(status)
+            if os.fork() == 0:
+                listener.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the command waits for its own children
+                for target, fd in enumerate(fds):
+                    os.dup2(fd, target)
+                    os.close(fd)
+                _exit(connection, _run(request))
+        except (OSError, EOFError, ValueError):
+            traceback.print_exc()
         connection.close()
         for fd in fds:
             os.close(fd)
+
+
+def _exit(connection, status):
+    """The child's end: as the interpreter ends (its threads joined), then the status to the client."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    connection.sendall(_STATUS.pack(status))
+    os._exit(status)
 
 
 if __name__ == "__main__":

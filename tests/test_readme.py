@@ -297,6 +297,7 @@ sys.exit(int(sys.argv[1]) if sys.argv[1:2] != ["-"] else 0)
 """
 
 
+@pytest.mark.slow
 def test_the_documents_python_runs_each_form_as_the_interpreter_does(tmp_path):
     """Arguments, sys.path's first entry, __main__, the environment, standard input and the exit status are
     what a fresh interpreter gives, and the package imports from the working directory."""

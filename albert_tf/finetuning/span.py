@@ -120,7 +120,8 @@ class SquadTask(task.FineTuningTask):
 
 def constant_baseline(settings, data):
     """{metric: value} on the dev split of a model that never answers (every prediction ""): what a sweep
-    (albert_tf/finetuning/sweep.py) calls a failed run's score; 0 on v1.1, the unanswerable share on v2.0."""
+    (albert_tf/finetuning/sweep.py) calls a failed run's score: on v2.0 the unanswerable share, on v1.1 that
+    of the gold answers of no words (nearly 0)."""
     gold = {example.qas_id: list(example.answers) for example in data.splits["dev"]}
     scores = metrics.squad_scores({}, gold, settings.version_2_with_negative)
     return {name: scores[name] for name in SquadTask.metric_names}

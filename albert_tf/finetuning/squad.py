@@ -83,8 +83,8 @@ def read_squad(path, errors="strict"):
                 examples.append(SquadExample(qas_id, question, context, answers, start, impossible))
     if unfound:
         logging.warning(
-            "%s: %d answer(s) whose text is not in the context, not trained on (scored all the same, as the "
-            "official scripts score them; a question with none in its context is not trained on), e.g. in "
+            "%s: %d answer(s) whose text is not in the context: not trained on (a question with none in "
+            "its context neither), only scored, as the official scripts score every answer; e.g. in "
             "question(s) %s",
             path, len(unfound), ", ".join(sorted(set(unfound))[:5]),
         )  # fmt: skip

@@ -268,7 +268,9 @@ class Engine:
             state = tf.train.get_checkpoint_state(folder)
             for path in state.all_model_checkpoint_paths if state else []:
                 held[_step_of(path)] = path
-        every_task = self._steps_of_every_task(sorted(held))
+        # Gathered before anything here can refuse (checked_together): the chief's best checkpoint, which a
+        # resume may take as the run's best (_adopt).
+        every_task, best = self._steps_of_every_task(sorted(held), (-1, 0) if partial else self._chief_best())
         step = newest_common_step(every_task)
         if step is None:
             return None
@@ -285,7 +287,7 @@ class Engine:
         if older and int(self.best_step.numpy()) >= 0:  # its best results: in the history
             self.state.best_results = self._best_results_in_history()
         if not partial:
-            self._adopt_a_newer_best()
+            self._adopt(*best)
         newest = {max(steps) for steps in every_task.values() if steps}
         fallback = f" (the newest step every task holds; {_held(every_task)})" if len(newest) > 1 else ""
         self.log.line(f"resumed from {path} at step {self.step}{fallback}")
@@ -299,33 +301,41 @@ class Engine:
         best = [entry for entry in self.history() if entry["global_step"] == int(self.best_step.numpy())]
         return next((entry for entry in reversed(best) if "collapse" not in entry), None)
 
-    def _adopt_a_newer_best(self):
-        """After a resume: a best evaluation saved after the checkpoint restored becomes the run's best.
+    def _chief_best(self):
+        """(step, the value's float64 bits as an int64) of the chief's best checkpoint, or (-1, 0): None on
+        other tasks, none held, or none readable. The value is saved beside the weights; a best checkpoint
+        written before it was is valued by its step's entry in the history."""
+        path = self.best.latest_checkpoint if self.chief else None
+        if path is None:
+            return -1, 0
+        step, metric = _step_of(path), self.task.best_metric
+        try:
+            if BEST_VALUE in dict(tf.train.list_variables(path)):
+                value = tf.train.load_checkpoint(path).get_tensor(BEST_VALUE)
+            else:
+                entries = [e for e in self.history() if e["global_step"] == step and "collapse" not in e]
+                if not entries or metric not in entries[-1]:
+                    return -1, 0
+                value = entries[-1][metric]
+        except tf.errors.OpError:  # a damaged checkpoint: the run's end names it (_end)
+            return -1, 0
+        return step, int(np.float64(value).view(np.int64))
+
+    def _adopt(self, step, bits):
+        """After a resume: the chief's best checkpoint (_chief_best), when it holds a better evaluation than
+        the checkpoint restored names, becomes the run's best, with its step, value and results.
 
         A run stopped between saving a new best (checkpoints/best keeps one: the older best's weights are
         gone) and its next checkpoint resumes with the older best's step and value. Training again, it may
         not beat the older value (evaluations on a GPU are not bit-exact), and would end with the newer
-        weights under the older results. The newer best's step and value (saved beside its weights) and
-        results (in the history) are the run's best again. Every task takes the chief's: they decide each
-        new best alike.
+        weights under the older results. Any newer best is better than every evaluation before it, so the
+        value, not the step, tells it (after a rollback a newer best may have a smaller step).
         """
-        path, row = self.best.latest_checkpoint, [int(self.chief), -1, 0]  # chief, step, the value's bits
-        # (Best checkpoints written before they held the value cannot be taken.)
-        if (
-            path
-            and _step_of(path) > int(self.best_step.numpy())
-            and BEST_VALUE in dict(tf.train.list_variables(path))
-        ):
-            value = np.float64(tf.train.load_checkpoint(path).get_tensor(BEST_VALUE))
-            row = [int(self.chief), _step_of(path), int(value.view(np.int64))]
-        if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            rows = distribution.gather_rows(self.strategy, row).reshape(-1, 3)
-            row = next(list(row) for row in rows if row[0])
-        _, step, bits = row
-        if step < 0:
+        value = float(np.int64(bits).view(np.float64))
+        if step < 0 or not value > float(self.best_value.numpy()):
             return
         self.best_step.assign(step)
-        self.best_value.assign(np.int64(bits).view(np.float64))
+        self.best_value.assign(value)
         self.state.best_results = self._best_results_in_history()
         self.log.line(f"the best evaluation is step {step}'s, saved after the checkpoint resumed from")
 
@@ -349,18 +359,20 @@ class Engine:
             ) from None
         return older
 
-    def _steps_of_every_task(self, steps):
-        """{task name: the steps it holds} for every task of a multi-worker run (the strategy's collective
-        gathers them); {"this task": steps} otherwise."""
+    def _steps_of_every_task(self, steps, best):
+        """({task name: the steps it holds}, the chief's `best`) for every task of a multi-worker run (the
+        strategy's collective gathers them); ({"this task": steps}, best) otherwise."""
         if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return {"this task": steps}
+            return {"this task": steps}, best
         width = 2 * self.settings.keep_checkpoint_max + 2  # its own and the chief's, newest first
-        row = [int(self.chief), distribution.task_id(self.strategy)] + (steps[::-1] + [-1] * width)[:width]
-        rows = distribution.gather_rows(self.strategy, row).reshape(-1, width + 2)
-        return {
+        row = [int(self.chief), distribution.task_id(self.strategy), *best]
+        row += (steps[::-1] + [-1] * width)[:width]
+        rows = distribution.gather_rows(self.strategy, row).reshape(-1, width + 4)
+        every_task = {
             ("chief" if chief else f"worker {task}"): sorted(int(s) for s in held if s >= 0)
-            for chief, task, *held in rows
+            for chief, task, _, _, *held in rows
         }
+        return every_task, next((int(step), int(bits)) for chief, _, step, bits, *_ in rows if chief)
 
     # The compiled steps ---------------------------------------------------------------------------------
 
@@ -581,12 +593,13 @@ class Engine:
         best_step = int(self.best_step.numpy())
         if self.task.best_metric and self.task.ends_with_best and best_step >= 0:
             path = self.best.latest_checkpoint
-            if self.chief and (path is None or _step_of(path) != best_step):
-                raise TrainingError(
-                    f"the best evaluation is step {best_step}'s, but {self.best.directory} holds "
-                    f"{path or 'no checkpoint'}: its results would be reported for other weights. Run with "
-                    "--noend_with_best to end with the last step's weights"
-                )
+            with distribution.checked_together(self.strategy):  # the chief's refusal stops every task
+                if self.chief and (path is None or _step_of(path) != best_step):
+                    raise ValueError(
+                        f"the best evaluation is step {best_step}'s, but {self.best.directory} holds "
+                        f"{path or 'no checkpoint'}: the run cannot end with that evaluation's weights (its "
+                        f"last step's are in {self.manager.latest_checkpoint})"
+                    )
             # The weights alone: the value is the run's already (and older best checkpoints lack it).
             status = tf.train.Checkpoint(model=self.model).restore(path)
             status.assert_existing_objects_matched().expect_partial()
