@@ -145,12 +145,15 @@ def serve(address):
             sys.stdout.flush()
             sys.stderr.flush()
             if os.fork() == 0:
-                listener.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the command waits for its own children
-                for target, fd in enumerate(fds):
-                    os.dup2(fd, target)
-                    os.close(fd)
-                _exit(connection, _run(request))
+                try:
+                    listener.close()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the command waits for its own children
+                    for target, fd in enumerate(fds):
+                        os.dup2(fd, target)
+                        os.close(fd)
+                    _exit(connection, _run(request))
+                finally:  # a child never goes on serving, whatever failed
+                    os._exit(1)
         except (OSError, EOFError, ValueError):
             traceback.print_exc()
         connection.close()
