@@ -293,13 +293,14 @@ class Engine:
         self.log.line(f"resumed from {path} at step {self.step}{fallback}")
         return path
 
-    def _best_results_in_history(self):
-        """The chief's: the newest evaluation in the history of best_step that is not a collapse (None on
-        other tasks, which write no results)."""
+    def _best_results_in_history(self, step=None):
+        """The chief's: the newest evaluation in the history of `step` (None: best_step) that is not a
+        collapse (None on other tasks, which write no results)."""
         if not self.chief:
             return None
-        best = [entry for entry in self.history() if entry["global_step"] == int(self.best_step.numpy())]
-        return next((entry for entry in reversed(best) if "collapse" not in entry), None)
+        step = int(self.best_step.numpy()) if step is None else step
+        entries = [entry for entry in self.history() if entry["global_step"] == step]
+        return next((entry for entry in reversed(entries) if "collapse" not in entry), None)
 
     def _chief_best(self):
         """(step, the value's float64 bits as an int64) of the chief's best checkpoint, or (-1, 0): None on
@@ -313,10 +314,10 @@ class Engine:
             if BEST_VALUE in dict(tf.train.list_variables(path)):
                 value = tf.train.load_checkpoint(path).get_tensor(BEST_VALUE)
             else:
-                entries = [e for e in self.history() if e["global_step"] == step and "collapse" not in e]
-                if not entries or metric not in entries[-1]:
+                entry = self._best_results_in_history(step)
+                if not entry or metric not in entry:
                     return -1, 0
-                value = entries[-1][metric]
+                value = entry[metric]
         except tf.errors.OpError:  # a damaged checkpoint: the run's end names it (_end)
             return -1, 0
         return step, int(np.float64(value).view(np.int64))
