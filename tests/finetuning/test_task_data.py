@@ -306,3 +306,25 @@ def test_a_squad_run_reads_with_windows_not_examples_per_batch(tmp_path):
     )
     data = task_data.read(settings, "run_squad")
     assert data.labels is None and len(data.splits["train"]) == 1 < settings.train_batch_size
+
+
+MNLI_ROW = "0\t1\t1n\tfiction\tx\tx\tx\tx\tA b.\tC d.\tneutral\tneutral\n"
+MNLI_HEADER = "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2"
+
+
+def test_mnli_reads_its_matched_and_mismatched_sets_and_names_one_missing(tmp_path):
+    labelled = f"{MNLI_HEADER}\tlabel1\tgold_label\n{MNLI_ROW}"
+    for name in ("train.tsv", "dev_matched.tsv"):
+        (tmp_path / name).write_text(labelled, encoding="utf-8")
+    settings = glue_settings(tmp_path, task_name="mnli", do_predict=True, train_batch_size=1)
+    with pytest.raises(DataError, match=f"^{tmp_path / 'dev_mismatched.tsv'}: no such file$"):
+        task_data.classifier_splits(settings)
+    (tmp_path / "dev_mismatched.tsv").write_text(labelled + MNLI_ROW, encoding="utf-8")
+    for name in ("test_matched.tsv", "test_mismatched.tsv"):
+        (tmp_path / name).write_text(f"{MNLI_HEADER}\n{MNLI_ROW.rsplit(chr(9), 2)[0]}\n", encoding="utf-8")
+    splits, labels = task_data.classifier_splits(settings)
+    assert labels == ("contradiction", "entailment", "neutral")
+    assert {split: len(examples) for split, examples in splits.items()} == {
+        "train": 1, "dev": 1, "dev_mismatched": 2, "test": 1, "test_mismatched": 1
+    }  # fmt: skip
+    assert splits["test_mismatched"][0].label is None and splits["dev_mismatched"][1].label == 2
