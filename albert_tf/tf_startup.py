@@ -94,9 +94,8 @@ def import_tensorflow_quietly_for(values):
     would import TensorFlow with its notices."""
     from albert_tf import file_io
 
-    strings = [value for value in values if isinstance(value, str)]
-    strings += [item for value in values if isinstance(value, list | tuple) for item in value]
-    if any(isinstance(item, str) and file_io.is_remote(item) for item in strings):
+    items = [item for value in values for item in (value if isinstance(value, list | tuple) else [value])]
+    if any(isinstance(item, str) and file_io.is_remote(item) for item in items):
         import_tensorflow_quietly()
 
 

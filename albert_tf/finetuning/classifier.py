@@ -67,13 +67,14 @@ def constant_baseline(settings, data):
         constants = [float(np.mean([example.label for example in data.splits["train"]]))]
     else:
         constants = range(len(data.labels))
-    splits = glue.reported_splits(settings.task_name, "dev")
-    labels = {split: [example.label for example in data.splits[split]] for split in splits}
-    every = [
-        scores(settings.task_name, regression, {split: (labels[split], [constant] * len(labels[split]))
-                                                for split in splits})
-        for constant in constants
-    ]  # fmt: skip
+    dev = {
+        split: [example.label for example in data.splits[split]]
+        for split in glue.reported_splits(settings.task_name, "dev")
+    }
+    answered = [
+        {split: (labels, [constant] * len(labels)) for split, labels in dev.items()} for constant in constants
+    ]
+    every = [scores(settings.task_name, regression, answers) for answers in answered]
     return {name: max(score[name] for score in every) for name in every[0]}
 
 
